@@ -1,0 +1,249 @@
+"""The ``invarbench`` command line.
+
+Exit codes: 0 success; 1 a run failed (a failed expectation, a crashed stage); 2 bad input or
+configuration (nothing written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import flows  # noqa: F401  - offline environment defaults first
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from tasks import progress
+from tasks.config import ConfigError, load_config
+from tasks.suites.base import GeneratorError
+
+app = typer.Typer(help="invarbench: robustness of language models under answer-preserving transformations.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True)
+
+ConfigOpt = typer.Option(None, "--config", "-c", help="configuration file (default: ./invarbench.toml if present)")
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``message`` on stderr and exit with ``code``."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def print_rows(rows: list[dict[str, Any]], title: str | None = None) -> None:
+    """Print rows as a table (floats to 3 decimals)."""
+    if not rows:
+        console.print(f"{title + ': ' if title else ''}(no rows)")
+        return
+    table = Table(title=title, show_lines=False)
+    for col in rows[0]:
+        table.add_column(str(col), overflow="fold")
+    for r in rows:
+        table.add_row(*["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in r.values()])
+    console.print(table)
+
+
+class RichListener:
+    """Progress bars on the terminal, one per stage."""
+
+    def __init__(self, bar: Progress):
+        self.bar = bar
+
+    def start(self, name: str, total: int) -> object:
+        return self.bar.add_task(name, total=total)
+
+    def advance(self, handle: object, n: int) -> None:
+        self.bar.advance(handle, n)
+
+    def finish(self, handle: object) -> None:
+        self.bar.refresh()
+
+
+def _load(config: Optional[Path], overrides: dict[str, Any] | None = None):
+    try:
+        return load_config(config, overrides)
+    except (ConfigError, GeneratorError) as exc:
+        fail(str(exc))
+
+
+@app.command()
+def sweep(
+    config: Optional[Path] = ConfigOpt,
+    models: Optional[str] = typer.Option(None, help="comma-separated model names (overrides sweep.models)"),
+    samples: Optional[int] = typer.Option(None, help="repeats per item (overrides sweep.samples)"),
+    warehouse: Optional[str] = typer.Option(None, help="warehouse folder (overrides warehouse.path)"),
+    batch_size: Optional[int] = typer.Option(None, help="items per batch (overrides sweep.batch_size)"),
+) -> None:
+    """Run a sweep: generate, validate, call every model, parse, score, store; print the headline table."""
+    overrides: dict[str, Any] = {}
+    if models:
+        overrides.setdefault("sweep", {})["models"] = [m.strip() for m in models.split(",") if m.strip()]
+    if samples is not None:
+        overrides.setdefault("sweep", {})["samples"] = samples
+    if batch_size is not None:
+        overrides.setdefault("sweep", {})["batch_size"] = batch_size
+    if warehouse:
+        overrides["warehouse"] = {"path": warehouse}
+    _load(config, overrides)
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from flows.sweep import sweep as sweep_flow
+    from tasks.validate import ValidationFailed
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
+    progress.set_listener(RichListener(bar))
+    try:
+        with bar:
+            summary = sweep_flow(str(config) if config else None, overrides)
+    except ValidationFailed as exc:
+        fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
+    except (ConfigError, GeneratorError) as exc:
+        fail(str(exc))
+    finally:
+        progress.set_listener(None)
+    print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in summary["headline"]],
+               title=f"run {summary['run_id']}: accuracy per task and bin")
+    console.print(
+        f"{summary['items']} items, {summary['requests']} requests: {summary['sent']} sent, "
+        f"{summary['cached']} from the ledger, {summary['errors']} errors\n"
+        f"warehouse: {summary['warehouse']}\ncatalog:   {summary['catalog']}  "
+        f"(invarbench sql \"SELECT * FROM accuracy_by_bin\")\n"
+        f"prefect flow run: {summary['flow_run_id']}",
+        highlight=False,
+    )
+    if summary.get("report"):
+        console.print(f"report:    {summary['report']}", highlight=False)
+    if summary["errors"]:
+        err.print(f"[yellow]{summary['errors']} request(s) ended in error; the next sweep sends them again[/]")
+
+
+@app.command()
+def generate(
+    suite: str = typer.Option(..., help="suite name: symmetry, lissard, geometry"),
+    task: Optional[str] = typer.Option(None, help="one task of the suite (default: all configured, or all)"),
+    config: Optional[Path] = ConfigOpt,
+    out: Path = typer.Option(..., help="output file: .parquet or .jsonl"),
+) -> None:
+    """Write items to Parquet or JSONL without calling any model."""
+    from tasks.generate import generate_task, item_row
+    from tasks.suites import suite_tasks
+
+    if out.suffix not in (".parquet", ".jsonl"):
+        fail(f"--out {out}: the file must end in .parquet or .jsonl")
+    cfg = _load(config)
+    try:
+        names = [task] if task else (cfg.suites[suite].tasks if suite in cfg.suites and cfg.suites[suite].tasks
+                                     else list(suite_tasks(suite)))
+        rows = []
+        for name in names:
+            params = cfg.task_params(suite, name) if suite in cfg.suites else {}
+            dataset, items = generate_task(suite, name, params, cfg.sweep.seed)
+            rows.extend(item_row(i, dataset) for i in items)
+    except GeneratorError as exc:
+        fail(str(exc))
+    for r in rows:
+        r["messages"] = json.loads(r["messages"])
+        r["steps"] = json.loads(r["steps"])
+        r["created_at"] = r["created_at"].isoformat()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    if out.suffix == ".jsonl":
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows), tmp)
+    tmp.replace(out)
+    console.print(f"wrote {len(rows)} items to {out}", highlight=False)
+
+
+@app.command()
+def sql(
+    query_text: Optional[str] = typer.Argument(None, metavar="QUERY", help="SQL over the warehouse views"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
+    import duckdb
+
+    from tasks.store import build_catalog, query
+
+    cfg = _load(config)
+    catalog = cfg.warehouse_path / "invarbench.duckdb"
+    if not catalog.exists():
+        build_catalog(catalog, cfg.lake_path)
+    if not query_text:
+        console.print(
+            f"The warehouse catalog is {catalog} (views only, over Parquet in {cfg.lake_path}).\n"
+            f"Open it with the DuckDB shell:   duckdb -readonly {catalog}\n"
+            f"or from Python:                  duckdb.connect('{catalog}', read_only=True)\n"
+            "Views: items, runs, requests, responses, ledger, parses, scores, trial_scores, accuracy_by_bin, ...\n"
+            "List them with: invarbench sql \"SELECT view_name FROM duckdb_views() WHERE NOT internal\"",
+            highlight=False,
+        )
+        return
+    try:
+        con = duckdb.connect(str(catalog), read_only=True)
+    except duckdb.IOException as exc:
+        fail(f"cannot open {catalog}: {exc}", 1)
+    try:
+        rows = query(con, query_text)
+    except duckdb.Error as exc:
+        fail(f"query failed: {exc}", 1)
+    finally:
+        con.close()
+    print_rows(rows)
+
+
+@app.command()
+def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help="most recent runs to list")) -> None:
+    """List runs with their Prefect flow-run ids, status, models, counts and errors."""
+    from tasks.store import connect, query
+
+    cfg = _load(config)
+    con = connect(cfg.lake_path)
+    try:
+        rows = query(con, """
+            SELECT run_id, kind, status, flow_run_id, models, n_items, n_requests, n_sent, n_cached, n_errors,
+                   strftime(started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
+                   strftime(updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc
+            FROM runs ORDER BY started_at DESC LIMIT ?""", [limit])
+    finally:
+        con.close()
+    print_rows(rows, title="runs")
+
+
+@app.command()
+def models(config: Optional[Path] = ConfigOpt) -> None:
+    """List the known models: route, sampling, limits (API keys are named by variable, never shown)."""
+    from tasks.models import route_for
+
+    cfg = _load(config)
+    rows = []
+    for name, m in sorted(cfg.all_models().items()):
+        route = route_for(m)
+        rows.append({
+            "name": name, "in sweep": "yes" if name in cfg.sweep.models else "",
+            "route": f"{route.model} @ {route.api_base or '-'}", "temperature": m.temperature,
+            "max_tokens": m.max_tokens, "rpm": m.requests_per_minute or "-", "tpm": m.tokens_per_minute or "-",
+            "concurrency": m.concurrency, "timeout_s": m.timeout_s, "retries": m.retries,
+            "api key": f"${m.api_key_env}" if m.api_key_env else "-",
+        })
+    print_rows(rows, title="models")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

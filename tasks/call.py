@@ -1,0 +1,224 @@
+"""The call stage: trials → requests → ledger anti-join → litellm for the misses → responses.
+
+A *trial* is one item attempted by one model configuration with one ``sample_idx``. Items with
+the ``generate`` solver make one request per trial; ``chain`` items make one request per step,
+in waves: the requests of step k are built only when step k-1 is answered, from that answer's
+parsed value (``{step.value}``) or raw text (``{step.text}``). Every request is recorded for the
+run before it is sent; responses are written to the lake in small chunks as they arrive, so a
+crash loses at most the chunk in flight, and the next sweep sends exactly the requests without an
+``ok`` response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+from tasks import parse as parsing
+from tasks.config import ModelConfig
+from tasks.models import Caller, route_for
+from tasks.records import Request, Response, content_hash
+from tasks.store import connect, now_utc, query, write_rows
+
+_REF = re.compile(r"\{([A-Za-z0-9_]+)\.(value|text)\}")
+
+FLUSH_EVERY = 10
+FLUSH_SECONDS = 5.0
+
+
+class StepUnavailable(Exception):
+    """A later step needs an earlier step's answer, which is an error or unparsable."""
+
+
+def trial_id(item_id: str, route: dict[str, Any], sampling: dict[str, Any], sample_idx: int) -> str:
+    """Content hash of one attempt: the item, the route, the sampling parameters and sample_idx."""
+    return content_hash({"item": item_id, "route": route, "sampling": sampling, "sample_idx": sample_idx}, length=0)
+
+
+def fill_template(template: str, answers: dict[str, dict[str, Any]]) -> str:
+    """Substitute ``{step.value}`` / ``{step.text}`` from earlier steps' answers.
+
+    Raises StepUnavailable when a referenced step has no usable value (error or unparsable), so
+    the trial stops there and is scored as such rather than sending a request built from nothing.
+    """
+
+    def sub(m: re.Match[str]) -> str:
+        step, kind = m.group(1), m.group(2)
+        got = answers.get(step, {}).get(kind)
+        if got is None:
+            raise StepUnavailable(step)
+        return str(got)
+
+    return _REF.sub(sub, template)
+
+
+def step_plan(row: dict[str, Any]) -> list[dict[str, str]]:
+    """The steps of an item row: one ``main`` step for ``generate``, the stored steps for ``chain``."""
+    if row["solver"] == "chain":
+        return json.loads(row["steps"])
+    return [{"name": "main", "template": "", "answer_type": row["answer_type"], "system": ""}]
+
+
+def step_messages(row: dict[str, Any], step: dict[str, str], answers: dict[str, dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """The messages of one step's request."""
+    if row["solver"] != "chain":
+        return tuple((m["role"], m["content"]) for m in json.loads(row["messages"]))
+    messages = []
+    if step.get("system"):
+        messages.append(("system", step["system"]))
+    messages.append(("user", fill_template(step["template"], answers)))
+    return tuple(messages)
+
+
+@dataclass
+class CallStats:
+    """What one call-stage batch did."""
+
+    trials: int = 0
+    requests: int = 0
+    cached: int = 0
+    sent: int = 0
+    errors: int = 0
+    stopped: int = 0
+    elapsed_s: float = 0.0
+
+    def add(self, other: "CallStats") -> None:
+        for f in ("trials", "requests", "cached", "sent", "errors", "stopped", "elapsed_s"):
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+
+
+@dataclass
+class _Trial:
+    row: dict[str, Any]
+    sample_idx: int
+    trial_id: str
+    steps: list[dict[str, str]]
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stopped: bool = False
+
+
+def _request_row(run_id: str, req: Request, step_index: int) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "request_id": req.request_id,
+        "trial_id": req.trial_id,
+        "item_id": req.item_id,
+        "model": req.model,
+        "step": req.step,
+        "step_index": step_index,
+        "provider": req.route.provider,
+        "route_model": req.route.model,
+        "api_base": req.route.api_base,
+        "sampling": json.dumps(req.sampling, sort_keys=True),
+        "sample_idx": req.sample_idx,
+        "messages": json.dumps([{"role": r, "content": c} for r, c in req.messages], ensure_ascii=False),
+        "created_at": now_utc(),
+    }
+
+
+def lookup_ledger(lake: str, request_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The ``ok`` ledger rows (request_id → response_id, text) for ``request_ids``."""
+    if not request_ids:
+        return {}
+    con = connect(lake)
+    try:
+        rows = query(
+            con,
+            "SELECT request_id, response_id, text FROM ledger WHERE status = 'ok' "
+            "AND request_id IN (SELECT unnest(?::VARCHAR[]))",
+            [list(request_ids)],
+        )
+    finally:
+        con.close()
+    return {r["request_id"]: r for r in rows}
+
+
+async def _send_all(caller: Caller, requests: list[Request], lake: str,
+                    on_response: Callable[[Response], None]) -> list[Response]:
+    pending: list[Response] = []
+    done: list[Response] = []
+    last_flush = time.monotonic()
+
+    def flush() -> None:
+        nonlocal pending, last_flush
+        write_rows(lake, "responses", [asdict(r) for r in pending])
+        pending = []
+        last_flush = time.monotonic()
+
+    tasks = [asyncio.ensure_future(caller.call(r)) for r in requests]
+    try:
+        for fut in asyncio.as_completed(tasks):
+            resp = await fut
+            pending.append(resp)
+            done.append(resp)
+            on_response(resp)
+            if len(pending) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
+                flush()
+    finally:
+        if pending:
+            flush()
+        for t in tasks:
+            t.cancel()
+    return done
+
+
+def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig, run_id: str, lake: str,
+              samples: int = 1, on_progress: Callable[[int], None] | None = None) -> CallStats:
+    """Run every trial of ``rows`` × ``samples`` on one model; write requests and responses to the lake."""
+    started = time.monotonic()
+    progress = on_progress or (lambda n: None)
+    route = route_for(cfg)
+    sampling = cfg.sampling()
+    caller = Caller.create(model_name, cfg, run_id)
+    trials = [
+        _Trial(row=row, sample_idx=s, trial_id=trial_id(row["item_id"], asdict(route), sampling, s), steps=step_plan(row))
+        for row in rows
+        for s in range(samples)
+    ]
+    stats = CallStats(trials=len(trials))
+    for wave in range(max((len(t.steps) for t in trials), default=0)):
+        batch: list[tuple[_Trial, Request]] = []
+        for t in trials:
+            if t.stopped or wave >= len(t.steps):
+                continue
+            step = t.steps[wave]
+            try:
+                messages = step_messages(t.row, step, t.answers)
+            except StepUnavailable:
+                t.stopped = True
+                stats.stopped += 1
+                progress(len(t.steps) - wave)
+                continue
+            req = Request(
+                trial_id=t.trial_id, item_id=t.row["item_id"], model=model_name, step=step["name"],
+                route=route, messages=messages, sampling=sampling, sample_idx=t.sample_idx,
+            )
+            batch.append((t, req))
+        if not batch:
+            continue
+        write_rows(lake, "requests", [_request_row(run_id, req, wave) for _, req in batch])
+        stats.requests += len(batch)
+        ledger = lookup_ledger(lake, [req.request_id for _, req in batch])
+        misses = list({req.request_id: req for _, req in batch if req.request_id not in ledger}.values())
+        stats.cached += len(batch) - len(misses)
+        progress(len(batch) - len(misses))
+        fresh = asyncio.run(_send_all(caller, misses, lake, lambda r: progress(1)))
+        stats.sent += len(fresh)
+        stats.errors += sum(1 for r in fresh if r.status == "error")
+        answers = {**{k: v["text"] for k, v in ledger.items()},
+                   **{r.request_id: r.text for r in fresh if r.status == "ok"}}
+        for t, req in batch:
+            text = answers.get(req.request_id)
+            if text is None:
+                t.stopped = True
+                progress(len(t.steps) - wave - 1)
+                continue
+            step = t.steps[wave]
+            parsed = parsing.parse(step.get("answer_type") or t.row["answer_type"], text)
+            t.answers[step["name"]] = {"text": text, "value": parsed.value}
+    stats.elapsed_s = time.monotonic() - started
+    return stats

@@ -1,0 +1,206 @@
+"""The one configuration file (``invarbench.toml``): models, suites, warehouse, sweep settings.
+
+Every key has a documented default, so an empty file is a valid configuration. Unknown keys,
+unknown models, unknown suites/tasks/parameters and bad values raise :class:`ConfigError` with a
+message naming the key; the CLI turns that into exit code 2 before anything is written.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tasks.suites import get_task, suite_tasks
+from tasks.suites.base import GeneratorError
+
+DEFAULT_CONFIG_FILE = "invarbench.toml"
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the key and what is wrong with it."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Strict):
+    """One model: its litellm route, sampling parameters and limits."""
+
+    model: str = Field(description="litellm model string, e.g. local/smollm2 or openai/<name>")
+    api_base: str = Field("", description="server URL for self-served or OpenAI-compatible models")
+    api_key_env: str = Field("", description="name of the environment variable holding the API key")
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(96, ge=1, le=32768)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    requests_per_minute: int = Field(0, ge=0, description="0 means no limit")
+    tokens_per_minute: int = Field(0, ge=0, description="0 means no limit")
+    concurrency: int = Field(4, ge=1, le=1024)
+    timeout_s: float = Field(120.0, gt=0)
+    retries: int = Field(3, ge=0, le=20)
+    backoff_s: float = Field(1.0, ge=0, description="first retry delay; doubles each retry, with jitter")
+
+    @property
+    def provider(self) -> str:
+        """The litellm provider prefix of ``model`` (``local``, ``openai``, ...)."""
+        return self.model.split("/", 1)[0] if "/" in self.model else "openai"
+
+    def sampling(self) -> dict[str, Any]:
+        """Every sampling parameter sent with a request (all of them are in the request hash)."""
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "top_p": self.top_p}
+
+
+BUILTIN_MODELS: dict[str, ModelConfig] = {
+    # Embedded models run in-process, one call at a time: llama.cpp uses both cores per call.
+    "local/smollm2": ModelConfig(model="local/smollm2", concurrency=1, timeout_s=300),
+    "local/gemma3-270m": ModelConfig(model="local/gemma3-270m", concurrency=1, timeout_s=300),
+}
+
+
+class SuiteConfig(_Strict):
+    """Which tasks of a suite to run, from which preset, with parameter overrides per task."""
+
+    preset: Literal["smoke", "full"] = "full"
+    tasks: list[str] = Field(default_factory=list, description="empty means every task of the suite")
+    params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class WarehouseConfig(_Strict):
+    """Where data lives: the lake (Parquet) and the catalog (DuckDB views only)."""
+
+    path: str = "warehouse"
+    lake: str = Field("", description="lake location; default <path>/lake; may be an fsspec URL")
+
+
+class SweepConfig(_Strict):
+    """What a sweep runs."""
+
+    models: list[str] = Field(default_factory=lambda: ["local/smollm2", "local/gemma3-270m"])
+    seed: int = 0
+    samples: int = Field(1, ge=1, le=1000, description="repeats per item (sample_idx 0..samples-1)")
+    batch_size: int = Field(1000, ge=1, le=100000)
+    breaking_threshold: float = Field(0.5, gt=0, lt=1)
+
+
+class Config(_Strict):
+    """The whole resolved configuration; stored with each run."""
+
+    warehouse: WarehouseConfig = WarehouseConfig()
+    sweep: SweepConfig = SweepConfig()
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    suites: dict[str, SuiteConfig] = Field(default_factory=lambda: {"symmetry": SuiteConfig(preset="smoke", tasks=["closure"])})
+
+    @field_validator("suites")
+    @classmethod
+    def _known_suites(cls, suites: dict[str, SuiteConfig]) -> dict[str, SuiteConfig]:
+        for name, suite in suites.items():
+            try:
+                known = suite_tasks(name)
+            except GeneratorError as exc:
+                raise ValueError(str(exc)) from None
+            for task in list(suite.tasks) + list(suite.params):
+                if task not in known:
+                    raise ValueError(f"suites.{name}: unknown task {task!r}; known: {', '.join(sorted(known))}")
+            for task, params in suite.params.items():
+                try:
+                    get_task(name, task).resolve(params)
+                except GeneratorError as exc:
+                    raise ValueError(f"suites.{name}.params.{task}: {exc}") from None
+        return suites
+
+    def all_models(self) -> dict[str, ModelConfig]:
+        """Built-in models overlaid with the configured ones."""
+        return {**BUILTIN_MODELS, **self.models}
+
+    def model(self, name: str) -> ModelConfig:
+        """One model's configuration; an unknown name is a ConfigError listing the known ones."""
+        models = self.all_models()
+        if name not in models:
+            raise ConfigError(f"sweep.models: unknown model {name!r}; known: {', '.join(sorted(models))}")
+        return models[name]
+
+    def task_params(self, suite: str, task: str) -> dict[str, Any]:
+        """The parameters a task runs with: its preset (smoke slice or defaults) plus overrides."""
+        spec = get_task(suite, task)
+        cfg = self.suites[suite]
+        base = dict(spec.smoke) if cfg.preset == "smoke" else {}
+        return spec.resolve({**base, **cfg.params.get(task, {})})
+
+    def selected_tasks(self) -> list[tuple[str, str]]:
+        """(suite, task) pairs the sweep generates, in a stable order."""
+        out = []
+        for suite, cfg in self.suites.items():
+            for task in cfg.tasks or list(suite_tasks(suite)):
+                out.append((suite, task))
+        return out
+
+    @property
+    def warehouse_path(self) -> Path:
+        return Path(self.warehouse.path).expanduser().resolve()
+
+    @property
+    def lake_path(self) -> str:
+        """The lake root (a local path, or an fsspec URL when configured so)."""
+        return self.warehouse.lake or str(self.warehouse_path / "lake")
+
+    def resolved(self) -> dict[str, Any]:
+        """The configuration as stored with a run: plain data, secrets never included (keys are env var names)."""
+        data = self.model_dump(mode="json")
+        data["models"] = {name: m.model_dump(mode="json") for name, m in self.all_models().items() if name in self.sweep.models}
+        return data
+
+
+def _format_validation(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"{key}: {msg}")
+    return "; ".join(lines)
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Read and validate a configuration.
+
+    ``path`` None means ``./invarbench.toml`` when it exists, else the defaults. ``overrides``
+    (from CLI flags) are merged over the file, key by key. Every model named in
+    ``sweep.models`` must be known.
+    """
+    data: dict[str, Any] = {}
+    if path is None and Path(DEFAULT_CONFIG_FILE).exists():
+        path = DEFAULT_CONFIG_FILE
+    if path is not None:
+        p = Path(path)
+        if not p.exists():
+            raise ConfigError(f"configuration file {p} does not exist")
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    data = _merge(data, overrides or {})
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation(exc)) from None
+    for name in cfg.sweep.models:
+        cfg.model(name)
+    for name, model in cfg.models.items():
+        if model.provider == "local" and model.model not in BUILTIN_MODELS:
+            raise ConfigError(f"models.{name}.model: unknown embedded model {model.model!r}; known: {', '.join(BUILTIN_MODELS)}")
+    return cfg

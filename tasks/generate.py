@@ -1,0 +1,58 @@
+"""The generate stage: items for every configured task, as rows ready for the lake.
+
+A dataset is one task's items for one parameter set and seed; its id is the content hash of
+(generator, version, parameters, seed), so the same configuration names the same dataset.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from tasks.features import feature_row
+from tasks.records import Item, canonical_json, content_hash
+from tasks.store import now_utc
+from tasks.suites import get_task
+
+
+def dataset_id(suite: str, task: str, version: str, params: dict[str, Any], seed: int) -> str:
+    """Content hash naming one task's dataset."""
+    return content_hash({"suite": suite, "task": task, "version": version, "params": params, "seed": seed})
+
+
+def generate_task(suite: str, task: str, params: dict[str, Any], seed: int) -> tuple[str, list[Item]]:
+    """Run one generator; returns (dataset id, items)."""
+    spec = get_task(suite, task)
+    resolved = spec.resolve(params)
+    return dataset_id(suite, task, spec.version, resolved, seed), spec.generate(resolved, seed)
+
+
+def item_row(item: Item, dataset: str) -> dict[str, Any]:
+    """The lake row of an item: every SPEC §1 column, messages and steps as JSON, surface features."""
+    return {
+        "item_id": item.item_id,
+        "dataset_id": dataset,
+        "suite": item.suite,
+        "task": item.task,
+        "family_id": item.family_id,
+        "variant": item.variant,
+        "prompt_style": item.prompt_style,
+        "category": item.category,
+        "key_entities": item.key_entities,
+        "bin": item.bin,
+        "bin_lo": item.bin_lo,
+        "bin_hi": item.bin_hi,
+        "prompt": item.prompt,
+        "messages": json.dumps([{"role": r, "content": c} for r, c in item.messages], ensure_ascii=False),
+        "steps": json.dumps([asdict(s) for s in item.steps], ensure_ascii=False),
+        "solver": item.solver,
+        "gold": item.gold,
+        "answer_type": item.answer_type,
+        "generator": item.generator,
+        "generator_version": item.generator_version,
+        "seed": item.seed,
+        "params": canonical_json(item.params),
+        **feature_row(item.prompt),
+        "created_at": now_utc(),
+    }

@@ -1,0 +1,65 @@
+"""Answer extraction and normalization, versioned per answer type.
+
+Each answer type names a parser module exposing ``VERSION`` (bumped whenever a change could alter
+a parse), ``parse(text) -> Parsed`` and ``matches(value, gold) -> bool``; it may expose
+``lenient(value, gold) -> bool`` for a separately labelled lenient score. Parses are derived data:
+``invarbench rescore`` recomputes them from stored responses at any time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+ANSWER_TYPES: dict[str, str] = {
+    "integer": "tasks.parse.numeric",
+    "text": "tasks.parse.output_line",
+    "math": "tasks.parse.math",
+}
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A parse: ``ok`` with a canonical ``value``, or ``unparsable``; ``extracted`` is the span used."""
+
+    status: str
+    value: str | None
+    extracted: str | None = None
+
+    @classmethod
+    def ok(cls, value: str, extracted: str | None = None) -> "Parsed":
+        return cls("ok", value, extracted if extracted is not None else value)
+
+    @classmethod
+    def unparsable(cls, extracted: str | None = None) -> "Parsed":
+        return cls("unparsable", None, extracted)
+
+
+def parser_for(answer_type: str) -> ModuleType:
+    """The parser module of ``answer_type``; an unknown type is an error naming it."""
+    if answer_type not in ANSWER_TYPES:
+        raise KeyError(f"unknown answer_type {answer_type!r}; known: {', '.join(sorted(ANSWER_TYPES))}")
+    return importlib.import_module(ANSWER_TYPES[answer_type])
+
+
+def parser_version(answer_type: str) -> str:
+    """``<answer_type>/<VERSION>``: the version stamped on every parse row."""
+    return f"{answer_type}/{parser_for(answer_type).VERSION}"
+
+
+def parse(answer_type: str, text: str | None) -> Parsed:
+    """Parse a response text with the parser of ``answer_type``."""
+    if text is None:
+        return Parsed.unparsable()
+    return parser_for(answer_type).parse(text)
+
+
+def step_answer_type(item_answer_type: str, steps_json: str | None, step: str) -> str:
+    """The answer type of one step of an item: the step's own, else the item's."""
+    import json
+
+    for s in json.loads(steps_json or "[]"):
+        if s["name"] == step and s.get("answer_type"):
+            return s["answer_type"]
+    return item_answer_type

@@ -1,0 +1,145 @@
+"""Typed records at the pipeline's boundaries and the content hashing that names them.
+
+The vocabulary follows SPEC §1: an *item* is one prompt with its gold answer, a *request* one
+model call, a *response* the raw result of a request, a *parse* and a *score* are derived from
+responses by versioned code. A *trial* is one attempt of one item by one model configuration
+(``sample_idx`` included); it is made of one request, or several linked ones for chained solvers
+such as the symmetry suite's associativity protocol.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no whitespace: the byte form that every content hash covers."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_hash(obj: Any, length: int = 16) -> str:
+    """sha256 of the canonical JSON of ``obj``, hex, truncated to ``length`` characters."""
+    digest = hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
+    return digest if length <= 0 else digest[:length]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One call of a chained solver.
+
+    ``template`` is the user message; ``{<step name>.value}`` and ``{<step name>.text}`` are
+    replaced by the parsed value and the raw text of an earlier step's response. ``answer_type``
+    names the parser applied to this step's response (the trial's own answer type when empty).
+    """
+
+    name: str
+    template: str
+    answer_type: str = ""
+    system: str = ""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One prompt with its gold answer (SPEC §1). Built by generators, never mutated.
+
+    ``solver`` is ``generate`` (one call with ``messages``) or ``chain`` (the ``steps`` run in
+    order, the last one's answer is scored). ``params`` holds the generator's per-item
+    parameters (ratio, split, permutation index, ...) that are not columns of their own.
+    """
+
+    suite: str
+    task: str
+    family_id: str
+    variant: str
+    prompt_style: str
+    key_entities: int
+    bin: str
+    bin_lo: int
+    bin_hi: int
+    messages: tuple[tuple[str, str], ...]
+    gold: str
+    answer_type: str
+    generator: str
+    generator_version: str
+    seed: int
+    params: dict[str, Any] = field(default_factory=dict)
+    solver: str = "generate"
+    steps: tuple[Step, ...] = ()
+    category: str = ""
+
+    @property
+    def prompt(self) -> str:
+        """The prompt as plain text: every message's content, in order."""
+        if self.solver == "chain":
+            return "\n\n".join(s.template for s in self.steps)
+        return "\n\n".join(content for _, content in self.messages)
+
+    @property
+    def item_id(self) -> str:
+        """Content hash of everything that defines the item (so identical items share an id)."""
+        return content_hash(self.identity())
+
+    def identity(self) -> dict[str, Any]:
+        """The fields the item id covers: all of them."""
+        d = asdict(self)
+        d["messages"] = [list(m) for m in self.messages]
+        d["steps"] = [asdict(s) for s in self.steps]
+        return d
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a request goes: the litellm model string and the server. Part of every request hash."""
+
+    provider: str
+    model: str
+    api_base: str = ""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call. ``request_id`` is the sha256 of everything that can change the answer."""
+
+    trial_id: str
+    item_id: str
+    model: str
+    step: str
+    route: Route
+    messages: tuple[tuple[str, str], ...]
+    sampling: dict[str, Any]
+    sample_idx: int
+
+    @property
+    def request_id(self) -> str:
+        """sha256 over route, messages, sampling parameters and ``sample_idx`` (ARCHITECTURE §1)."""
+        return content_hash(
+            {
+                "route": asdict(self.route),
+                "messages": [list(m) for m in self.messages],
+                "sampling": self.sampling,
+                "sample_idx": self.sample_idx,
+            },
+            length=0,
+        )
+
+
+@dataclass
+class Response:
+    """The immutable raw result of one request: text, or an error after the last retry."""
+
+    response_id: str
+    request_id: str
+    run_id: str
+    model: str
+    status: str  # "ok" | "error"
+    text: str | None
+    error: str | None
+    attempts: int
+    latency_s: float
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    created_at: dt.datetime

@@ -1,0 +1,197 @@
+"""Parquet writes (append-only, atomic) and the DuckDB catalog of views over them.
+
+Parquet under ``<lake>/<table>/day=YYYY-MM-DD/`` is the source of truth. A file is written under
+a temporary name and renamed when complete, so a crash never leaves a half file and concurrent
+writers never lock each other. DuckDB is the engine: the catalog file holds only views (from
+``sql/*.sql``) and is rebuilt at will; pipeline reads use an in-memory DuckDB with the same views,
+so a sweep never holds the catalog file open and ``invarbench sql`` works while it writes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import duckdb
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from tasks.features import FEATURE_NAMES
+
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+
+_str = pa.string()
+_int = pa.int64()
+_f = pa.float64()
+_ts = pa.timestamp("us", tz="UTC")
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "items": pa.schema(
+        [
+            ("item_id", _str), ("dataset_id", _str), ("suite", _str), ("task", _str),
+            ("family_id", _str), ("variant", _str), ("prompt_style", _str), ("category", _str),
+            ("key_entities", _int), ("bin", _str), ("bin_lo", _int), ("bin_hi", _int),
+            ("prompt", _str), ("messages", _str), ("steps", _str), ("solver", _str),
+            ("gold", _str), ("answer_type", _str), ("generator", _str), ("generator_version", _str),
+            ("seed", _int), ("params", _str),
+        ]
+        + [(name, _f if name == "symbol_density" else _int) for name in FEATURE_NAMES]
+        + [("created_at", _ts)]
+    ),
+    "runs": pa.schema(
+        [
+            ("run_id", _str), ("flow_run_id", _str), ("kind", _str), ("status", _str),
+            ("started_at", _ts), ("updated_at", _ts), ("config", _str), ("models", _str),
+            ("n_items", _int), ("n_requests", _int), ("n_sent", _int), ("n_cached", _int),
+            ("n_errors", _int), ("report_path", _str), ("message", _str),
+        ]
+    ),
+    "requests": pa.schema(
+        [
+            ("run_id", _str), ("request_id", _str), ("trial_id", _str), ("item_id", _str),
+            ("model", _str), ("step", _str), ("step_index", _int), ("provider", _str),
+            ("route_model", _str), ("api_base", _str), ("sampling", _str), ("sample_idx", _int),
+            ("messages", _str), ("created_at", _ts),
+        ]
+    ),
+    "responses": pa.schema(
+        [
+            ("response_id", _str), ("request_id", _str), ("run_id", _str), ("model", _str),
+            ("status", _str), ("text", _str), ("error", _str), ("attempts", _int),
+            ("latency_s", _f), ("prompt_tokens", _int), ("completion_tokens", _int),
+            ("created_at", _ts),
+        ]
+    ),
+    "parses": pa.schema(
+        [
+            ("response_id", _str), ("request_id", _str), ("answer_type", _str),
+            ("parser_version", _str), ("status", _str), ("value", _str), ("extracted", _str),
+            ("created_at", _ts),
+        ]
+    ),
+    "scores": pa.schema(
+        [
+            ("trial_id", _str), ("run_id", _str), ("item_id", _str), ("model", _str),
+            ("sample_idx", _int), ("scorer_version", _str), ("status", _str),
+            ("correct", pa.bool_()), ("lenient_correct", pa.bool_()), ("predicted", _str),
+            ("response_ids", _str), ("created_at", _ts),
+        ]
+    ),
+}
+
+
+def now_utc() -> dt.datetime:
+    """The current time, timezone-aware UTC (every timestamp in the lake is UTC)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _filesystem(lake: str) -> tuple[pafs.FileSystem, str]:
+    if "://" in lake:
+        return pafs.FileSystem.from_uri(lake)
+    return pafs.LocalFileSystem(), str(Path(lake).resolve())
+
+
+def ensure_lake(lake: str) -> None:
+    """Create every table folder with an empty schema file, so views work before the first run."""
+    fs, root = _filesystem(lake)
+    for table, schema in SCHEMAS.items():
+        folder = f"{root}/{table}/day=1970-01-01"
+        target = f"{folder}/part-schema.parquet"
+        if fs.get_file_info(target).type == pafs.FileType.NotFound:
+            fs.create_dir(folder, recursive=True)
+            _atomic_write(fs, target, schema.empty_table())
+
+
+def _atomic_write(fs: pafs.FileSystem, target: str, table: pa.Table) -> None:
+    if isinstance(fs, pafs.LocalFileSystem):
+        tmp = f"{os.path.dirname(target)}/.tmp-{uuid.uuid4().hex}.parquet"
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, target)
+    else:
+        # Object stores publish a PUT whole or not at all: no rename needed there.
+        pq.write_table(table, target, filesystem=fs, compression="zstd")
+
+
+def write_rows(lake: str, table: str, rows: Sequence[dict[str, Any]]) -> str | None:
+    """Append ``rows`` to ``table`` as one new Parquet file; returns its path (None when no rows).
+
+    Columns follow the table's schema exactly: a missing column is null, an unknown one an error.
+    """
+    if not rows:
+        return None
+    schema = SCHEMAS[table]
+    extra = set(rows[0]) - set(schema.names)
+    if extra:
+        raise KeyError(f"{table}: unknown columns {sorted(extra)}")
+    data = pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
+    fs, root = _filesystem(lake)
+    stamp = now_utc()
+    folder = f"{root}/{table}/day={stamp:%Y-%m-%d}"
+    fs.create_dir(folder, recursive=True)
+    target = f"{folder}/part-{stamp:%H%M%S%f}-{uuid.uuid4().hex[:12]}.parquet"
+    _atomic_write(fs, target, data)
+    return target
+
+
+def _sql_files() -> list[Path]:
+    return sorted(SQL_DIR.glob("*.sql"))
+
+
+def _statements(lake: str) -> Iterable[str]:
+    glob_root = lake.rstrip("/")
+    for path in _sql_files():
+        text = path.read_text(encoding="utf-8").replace("{{lake}}", glob_root)
+        for stmt in text.split(";\n"):
+            if stmt.strip() and not all(l.strip().startswith("--") or not l.strip() for l in stmt.splitlines()):
+                yield stmt
+
+
+def create_views(con: duckdb.DuckDBPyConnection, lake: str) -> None:
+    """Create (or replace) every view of ``sql/`` on ``con``, reading the lake at ``lake``."""
+    if "://" in lake:
+        con.execute("INSTALL httpfs; LOAD httpfs;")
+    for stmt in _statements(lake):
+        con.execute(stmt)
+
+
+def connect(lake: str) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with all views over the lake: for the pipeline's own reads."""
+    ensure_lake(lake)
+    con = duckdb.connect(":memory:")
+    create_views(con, lake)
+    return con
+
+
+def build_catalog(catalog: Path, lake: str, attempts: int = 20) -> Path:
+    """(Re)build the catalog file: views only, so it can be deleted and rebuilt at any time.
+
+    Another process (a user's DuckDB shell) may hold the file; retry briefly, then give up
+    with the lock error, since the lake itself is unaffected.
+    """
+    ensure_lake(lake)
+    catalog.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(attempts):
+        try:
+            con = duckdb.connect(str(catalog))
+            break
+        except duckdb.IOException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.25)
+    try:
+        create_views(con, lake)
+    finally:
+        con.close()
+    return catalog
+
+
+def query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """Run ``sql`` and return every row as a dict (fetches fully, so the connection is free again)."""
+    cur = con.execute(sql, params or [])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
