@@ -1,0 +1,82 @@
+"""Answer type ``text``: the answer on a final ``Output: ...`` line (the lissard suite's format).
+
+Extraction (``parse``):
+
+- The answer follows the LAST ``Output:`` marker in the text (case-insensitive, a whole word,
+  markdown emphasis allowed around the word: ``**Output:**``, ``**Output**:``), up to the end of
+  that line; prose before or after is ignored. When nothing follows the marker on its line, the
+  next non-empty line is the answer.
+- Without any marker, a reply of exactly one non-empty line is the answer; anything else
+  (empty text, several lines without a marker) is unparsable.
+- Cleaning, repeated until nothing changes: surrounding whitespace and markdown characters
+  ``*``, ``_`` and a backtick; trailing periods; one pair of matching quotes (``"..."`` or
+  ``'...'``) around the whole answer. This is safe because no lissard gold contains these
+  characters at its ends (brackets, commas, and question marks are kept: ``>`` starts many dyck
+  answers). Internal whitespace runs become single spaces.
+- The value is always a string: the answer ``None`` stays the four-letter string ``None``.
+
+Scoring: ``matches`` is exact, case-sensitive equality after whitespace normalisation (the
+headline score); ``lenient`` compares the sets of whitespace-separated tokens, ignoring order and
+repeats (a separately labelled score, meaningful for ``list_intersection``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tasks.parse import Parsed
+
+VERSION = "1"
+
+_MARKER = re.compile(r"\boutput\b[ \t]*[*_`]*[ \t]*:", re.IGNORECASE)
+_EDGE_MARKUP = "*_`"
+_QUOTES = "\"'"
+
+
+def parse(text: str) -> Parsed:
+    """The answer of a reply: the last ``Output:`` line, else a lone single line, else unparsable."""
+    markers = list(_MARKER.finditer(text))
+    if markers:
+        raw = _answer_after(text, markers[-1].end())
+    else:
+        lines = [line for line in text.splitlines() if line.strip()]
+        raw = lines[0] if len(lines) == 1 else ""
+    value = clean(raw)
+    if not value:
+        return Parsed.unparsable(raw or None)
+    return Parsed.ok(value, raw.strip())
+
+
+def clean(raw: str) -> str:
+    """Strip markdown, trailing periods and enclosing quotes (see module docstring); single spaces."""
+    value = raw
+    while True:
+        previous = value
+        value = value.strip().strip(_EDGE_MARKUP).strip().rstrip(".")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in _QUOTES:
+            value = value[1:-1]
+        if value == previous:
+            return normalize(value)
+
+
+def normalize(value: str) -> str:
+    """Whitespace runs to single spaces, no leading or trailing whitespace."""
+    return " ".join(value.split())
+
+
+def matches(value: str | None, gold: str) -> bool:
+    """Exact match after whitespace normalisation (case-sensitive); a missing value never matches."""
+    return value is not None and normalize(value) == normalize(gold)
+
+
+def lenient(value: str | None, gold: str) -> bool:
+    """Order-insensitive match of the sets of whitespace-separated tokens."""
+    return value is not None and set(value.split()) == set(gold.split())
+
+
+def _answer_after(text: str, start: int) -> str:
+    """The rest of the marker's line, or the next non-empty line when that rest is blank."""
+    rest, *following = text[start:].split("\n")
+    if clean(rest):
+        return rest
+    return next((line for line in following if line.strip()), "")
