@@ -170,12 +170,15 @@ def generate(
 def sql(
     query_text: Optional[str] = typer.Argument(None, metavar="QUERY", help="SQL over the warehouse views"),
     config: Optional[Path] = ConfigOpt,
+    fmt: str = typer.Option("table", "--format", help="table, csv or json"),
 ) -> None:
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
     from tasks.store import build_catalog, query
 
+    if fmt not in ("table", "csv", "json"):
+        fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config)
     catalog = cfg.warehouse_path / "invarbench.duckdb"
     if not catalog.exists():
@@ -200,7 +203,16 @@ def sql(
         fail(f"query failed: {exc}", 1)
     finally:
         con.close()
-    print_rows(rows)
+    if fmt == "json":
+        print(json.dumps(rows, default=str))
+    elif fmt == "csv":
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else [])
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        print_rows(rows)
 
 
 @app.command()

@@ -149,6 +149,10 @@ class Caller:
             kwargs["api_base"] = self.cfg.api_base
         if api_key:
             kwargs["api_key"] = api_key
+        elif self.cfg.api_base:
+            # Self-served OpenAI-compatible servers (vLLM, llama.cpp, Ollama) usually take no key,
+            # but the OpenAI client refuses to send a request without one.
+            kwargs["api_key"] = "no-key"
         tokens = estimate_tokens(messages, self.cfg.max_tokens)
         return await self.limiter.run(
             tokens, lambda: asyncio.wait_for(litellm.acompletion(**kwargs), timeout=self.cfg.timeout_s + 5)

@@ -109,7 +109,8 @@ def ensure_lake(lake: str) -> None:
 
 def _atomic_write(fs: pafs.FileSystem, target: str, table: pa.Table) -> None:
     if isinstance(fs, pafs.LocalFileSystem):
-        tmp = f"{os.path.dirname(target)}/.tmp-{uuid.uuid4().hex}.parquet"
+        # No .parquet suffix until complete: readers glob *.parquet and never see a half file.
+        tmp = f"{os.path.dirname(target)}/.tmp-{uuid.uuid4().hex}"
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, target)
     else:

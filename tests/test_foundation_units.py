@@ -1,0 +1,112 @@
+"""Unit tests of the foundation's small pure parts: integer parsing, config, hashing, features, store."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.call import StepUnavailable, fill_template
+from tasks.config import ConfigError, load_config
+from tasks.features import surface_features
+from tasks.generate import generate_task
+from tasks.parse.numeric import matches, parse
+from tasks.records import Request, Route
+from tasks.store import connect, query, write_rows
+from tasks.suites.base import bins_from_edges, find_bin, GeneratorError
+
+
+@pytest.mark.parametrize("text,value", [
+    ("Answer: 42", "42"),
+    ("1+1+1 = 3.\nAnswer: **17**", "17"),
+    ("The answer is 7.", "7"),
+    ("forty two", "42"),
+    ("I count one hundred and five apples", "105"),
+    ("Total: 1,000", "1000"),
+    ("Answer: -3", "-3"),
+    ("Answer: minus five", "-5"),
+    ("so 12.0 in all", "12"),
+    ("Step 1: 1+1 = 2\nStep 2: 2+1 = 3\nFinal answer: 3", "3"),
+])
+def test_integer_parse(text, value):
+    parsed = parse(text)
+    assert parsed.status == "ok" and parsed.value == value
+
+
+@pytest.mark.parametrize("text", ["no idea", "", "Answer: <number>", "2.5 apples"])
+def test_integer_unparsable(text):
+    assert parse(text).status == "unparsable"
+
+
+def test_integer_matches():
+    assert matches("5", "5") and not matches("4", "5") and not matches("x", "5")
+
+
+def test_request_hash_covers_route_messages_sampling_and_sample_idx():
+    base = dict(trial_id="t", item_id="i", model="m", step="main", route=Route("openai", "openai/x", "http://a"),
+                messages=(("user", "hi"),), sampling={"temperature": 0.0}, sample_idx=0)
+    h = Request(**base).request_id
+    assert len(h) == 64 and Request(**base).request_id == h
+    for change in ({"route": Route("openai", "openai/x", "http://b")}, {"messages": (("user", "hi!"),)},
+                   {"sampling": {"temperature": 0.1}}, {"sample_idx": 1}):
+        assert Request(**{**base, **change}).request_id != h
+    # The trial and model names are bookkeeping, not part of what the provider sees.
+    assert Request(**{**base, "trial_id": "other", "model": "alias"}).request_id == h
+
+
+def test_fill_template_substitutes_and_stops_on_missing_values():
+    answers = {"segment_1": {"value": "3", "text": "Answer: 3"}, "segment_2": {"value": None, "text": "?"}}
+    assert fill_template("What is {segment_1.value}+4? {\"json\": 1}", answers) == "What is 3+4? {\"json\": 1}"
+    with pytest.raises(StepUnavailable):
+        fill_template("{segment_1.value}+{segment_2.value}", answers)
+
+
+def test_same_config_and_seed_give_identical_items():
+    params = {"n_min": 5, "n_max": 40, "groups": ["integers"]}
+    d1, a = generate_task("symmetry", "closure", params, 3)
+    d2, b = generate_task("symmetry", "closure", params, 3)
+    assert d1 == d2 and [i.identity() for i in a] == [i.identity() for i in b]
+    assert [i.item_id for i in a] == [i.item_id for i in b]
+    d3, _ = generate_task("symmetry", "closure", {**params, "n_step": 10}, 3)
+    assert d3 != d1
+
+
+def test_bins_are_half_open_with_last_closed():
+    bins = bins_from_edges([[1, 7], [7, 12], [12, 17]])
+    assert [b.label for b in bins] == ["1-7", "7-12", "12-17"]
+    assert find_bin(7, bins).label == "7-12" and find_bin(17, bins).label == "12-17"
+    assert find_bin(40, bins).label == "40"
+    with pytest.raises(GeneratorError):
+        bins_from_edges([[1, 7], [5, 12]])
+
+
+def test_config_errors_name_the_key(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[models."x"]\nmodel = "openai/x"\ntemperature = 9\n')
+    with pytest.raises(ConfigError, match=r"models.x.temperature"):
+        load_config(bad)
+    bad.write_text("[sweep\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.toml")
+    cfg = load_config(None, {"sweep": {"models": ["local/smollm2"]}})
+    assert cfg.model("local/smollm2").temperature == 0.0
+
+
+def test_surface_features_count_what_they_say():
+    f = surface_features("In triangle ABC, AB = 3.5 and BC = 4; find AC.")
+    assert f.n_chars == 46 and f.n_words == 12
+    assert f.n_numbers == 2 and f.n_operators == 2 and f.n_points == 3
+    assert f.n_symbols == 6 and abs(f.symbol_density - 6 / 46) < 1e-12
+    assert f.n_tokens > 5
+
+
+def test_write_rows_is_readable_and_rejects_unknown_columns(tmp_path):
+    lake = str(tmp_path / "lake")
+    path = write_rows(lake, "parses", [{"response_id": "r", "request_id": "q", "answer_type": "text",
+                                         "parser_version": "text/1", "status": "ok", "value": "None"}])
+    assert pq.read_table(path).to_pylist()[0]["value"] == "None"
+    con = connect(lake)
+    assert query(con, "SELECT value FROM all_parses") == [{"value": "None"}]
+    with pytest.raises(KeyError):
+        write_rows(lake, "parses", [{"nope": 1}])
