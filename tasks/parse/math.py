@@ -1,0 +1,393 @@
+"""Exact math answers (answer_type ``math``): extraction, a canonical form, and matching rule 1.
+
+Extraction (the first source found decides; a later source is never consulted when an earlier one
+exists but is unparsable, because that source is the model's declared answer):
+
+1. the last JSON ``"numeric_answer"`` field in the text (inside prose or a code fence; a JSON
+   string or a bare number, quoted keys in single or double quotes);
+2. the last ``Answer:`` line (``Final answer:``, ``**Answer:**`` included); its value is the first
+   math-looking run on that line, or on the next non-empty line when the line is empty after the
+   colon (``Answer: 2√5 ≈ 4.47`` reads ``2√5``);
+3. the last ``\\boxed{...}``;
+4. otherwise the last math-looking run of the whole text.
+
+A *math-looking run* is a maximal stretch of digits, ``.``, ``+ - * / ^``, parentheses, spaces,
+``√`` and ``π`` on one line, after LaTeX (``\\frac``, ``\\dfrac``, ``\\sqrt``, ``\\sqrt[n]``,
+``\\pi``, ``\\cdot``, ``\\times``, ``^\\circ``), the words ``sqrt`` and ``pi``, and degree signs
+have been normalized; it must contain a digit or π. Degree signs and LaTeX units
+(``\\text{cm}^2``) are dropped (answers are asked for in degrees, so ``90°`` is ``90``);
+``50%`` is ``50/100``; a span that is nothing but ``a:b``, both sides math-looking runs, is the
+ratio ``a/b`` (``Step 1: 5`` has a word on the left and stays ``5``).
+
+Canonical value (``Parsed.value``):
+
+* a bare decimal (``4.47``, ``-0.50``, ``.5``) is kept as the decimal string as given, with
+  a leading ``0`` added and ``+`` and leading integer zeros dropped, trailing zeros kept: its
+  significant digits are what rule 1 needs;
+* anything else is the exact value: parsed with sympy (decimals inside a larger expression, such
+  as ``1.5π``, are read as exact rationals), ``sympy.simplify``-ed and printed with ``str``
+  (``2*sqrt(5)``, ``3/2``, ``8*pi``, ``90``). The generated golds use the same printer
+  (:func:`canonical_exact`). An exact canonical string never contains ``.``, so the two kinds are
+  told apart by their text alone.
+
+Matching rule 1 (``VERSION = "1"``), for :func:`matches` and :func:`equivalent`:
+
+* two exact values are equal when they are symbolically equal (``2*sqrt(5)`` = ``sqrt(20)``);
+* two decimals are equal when they are numerically equal (``1.5`` = ``1.50``);
+* a decimal ``d`` and an exact value ``x`` are equal when ``d == x`` exactly (``1.5`` = ``3/2``,
+  ``12.0`` = ``12``), or, only when ``x`` has no terminating decimal expansion (an irrational
+  number, or a rational such as ``1/3``), when ``d`` has at least 3 significant digits and
+  ``|x − d| ≤ ½·10^(−k)``, k the number of digits after ``d``'s decimal point: ``d`` is ``x``
+  correctly rounded at ``d``'s last digit (``4.47`` ~ ``2√5``, ``0.333`` ~ ``1/3``, ``25.13`` ~
+  ``8π``; ``4.4`` has 2 significant digits and never matches ``2√5``; ``0.666`` is a truncation,
+  not a rounding, of ``2/3`` and does not match). Significant digits count from the first
+  non-zero digit and include trailing zeros (``4.470`` claims 4 and fails against ``2√5``).
+  A terminating rational gold (``5/4``) demands the exact decimal (``1.25``), never a rounding.
+
+``matches(value, gold)`` is ``equivalent(value, gold)``: a decimal gold (possible in imported sets)
+is compared like any decimal. Angles are numbers of degrees: ``π/2`` does not match ``90``.
+
+Safety: the text handed to sympy is capped at :data:`MAX_EXPR_CHARS` characters, may contain only
+digits, ``.``, ``+ - * / ^``, parentheses, spaces and the names ``sqrt`` and ``pi`` (so ``eval``
+inside ``parse_expr`` sees no other name, attribute or literal), and is first parsed unevaluated so
+that exponents can be bounded before anything is computed (``9^9^9`` is rejected, not evaluated).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import sympy
+from sympy.parsing.sympy_parser import (
+    auto_number,
+    convert_xor,
+    implicit_multiplication,
+    parse_expr,
+    rationalize,
+)
+
+from tasks.parse import Parsed
+
+VERSION = "1"
+
+MAX_EXPR_CHARS = 200  # longer "answers" are prose or garbage, and cost sympy time
+MAX_TEXT_CHARS = 100_000  # only the tail of a longer response is read (answers come last)
+MAX_EXPONENT = 12  # |numerator| and denominator of any exponent
+MAX_POWER_PRODUCT = 64  # product of exponents along nested powers: bounds the size of integers
+MIN_SIG_DIGITS = 3  # rule 1: fewer significant digits never match an irrational gold
+MAX_RUNS = 50  # runs tried per span: garbage with thousands of failing runs stays cheap
+
+_TRANSFORMS = (auto_number, rationalize, convert_xor, implicit_multiplication)
+_GLOBALS = {
+    "Integer": sympy.Integer,
+    "Float": sympy.Float,
+    "Rational": sympy.Rational,
+    "Add": sympy.Add,
+    "Mul": sympy.Mul,
+    "Pow": sympy.Pow,
+}
+_LOCALS = {"sqrt": sympy.sqrt, "pi": sympy.pi}
+
+_SAFE_EXPR = re.compile(r"^(?:sqrt|pi|[0-9.+\-*/^() ])+$")
+_DECIMAL = re.compile(r"^([+-]?)(\d*)\.(\d+)$")
+_RUN = re.compile(r"[0-9.√π+\-*/^() \t]+")
+_RATIO_SIDE = r"[0-9.√π+\-*/^() \t]*?[0-9π][0-9.√π+\-*/^() \t]*?"
+_RATIO = re.compile(rf"^\s*({_RATIO_SIDE})\s*:\s*({_RATIO_SIDE})\s*$")
+
+_JSON_FIELD = re.compile(
+    r"""["']numeric_answer["']\s*:\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^,}\n]*)"""
+)
+_ANSWER_LINE = re.compile(r"(?i)\banswer\b[*_ \t]*(?:is[ \t]*)?[:：][*_ \t]*([^\n]*)")
+
+_LATEX_SUBS: tuple[tuple[str, str], ...] = (
+    (r"\\left|\\right|\\displaystyle|\\,|\\;|\\!|\\quad|\$", " "),
+    (r"\\frac\s*(\d)\s*(\d)", r"((\1)/(\2))"),  # \frac12
+    (r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|°|º", ""),
+    (r"\\cdot|\\times|[×·⋅∙]", "*"),
+    (r"[−–—]", "-"),
+    (r"÷", "/"),
+    (r"\\pi\b|π", " π "),
+    (r"\\sqrt\s*(\d+)", r"√\1"),
+)
+_INNER_GROUPS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\\boxed\s*\{([^{}]*)\}"), r"\1"),
+    (re.compile(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}"), r"((\1)/(\2))"),
+    (re.compile(r"\\sqrt\s*\[([^\[\]{}]*)\]\s*\{([^{}]*)\}"), r"((\2)^(1/(\1)))"),
+    (re.compile(r"\\sqrt\s*\{([^{}]*)\}"), r"√(\1)"),
+)
+
+
+@dataclass(frozen=True)
+class _Value:
+    """A canonical value read back: a decimal (exact value, places, significant digits) or exact."""
+
+    expr: sympy.Expr
+    is_decimal: bool
+    places: int = 0
+    sig_digits: int = 0
+
+
+def parse(text: str) -> Parsed:
+    """Extract the answer of a response and return its canonical value (see the module docstring)."""
+    span, in_prose = _answer_span(text[-MAX_TEXT_CHARS:])
+    found = _span_value(span, last=in_prose)
+    if found is None:
+        return Parsed.unparsable(span.strip())
+    value, run = found
+    return Parsed.ok(value, run if in_prose else span.strip())
+
+
+def matches(value: str, gold: str) -> bool:
+    """Whether a canonical parsed ``value`` equals the ``gold`` answer under rule 1."""
+    return equivalent(value, gold)
+
+
+def equivalent(a: str, b: str) -> bool:
+    """Whether two canonical values are equal under rule 1 (used for correctness and Consistency@k)."""
+    va, vb = _read_canonical(a), _read_canonical(b)
+    if va is None or vb is None:
+        return False
+    if va.is_decimal and vb.is_decimal:
+        return bool(va.expr == vb.expr)
+    if va.is_decimal:
+        return _decimal_agrees(va, vb.expr)
+    if vb.is_decimal:
+        return _decimal_agrees(vb, va.expr)
+    return _exact_equal(va.expr, vb.expr)
+
+
+def canonical_exact(expr: sympy.Expr) -> str:
+    """The canonical string of an exact value: ``str(sympy.simplify(expr))`` (golds use this too)."""
+    return str(sympy.simplify(expr))
+
+
+def canonical(text: str) -> str | None:
+    """The canonical value of a bare expression (no extraction), or None when it does not parse."""
+    found = _span_value(text, last=True)
+    return found[0] if found else None
+
+
+# --- extraction ------------------------------------------------------------------------------
+
+
+def _answer_span(text: str) -> tuple[str, bool]:
+    """The text span holding the answer, and whether it was found in free prose (source 4)."""
+    fields = _JSON_FIELD.findall(text)
+    if fields:
+        return _unquote(fields[-1]), False
+    lines = list(_ANSWER_LINE.finditer(text))
+    if lines:
+        last = lines[-1]
+        rest = last.group(1)
+        if not rest.strip():
+            following = [ln for ln in text[last.end():].splitlines() if ln.strip()]
+            rest = following[0] if following else ""
+        return rest, False
+    boxed = _last_boxed(text)
+    if boxed is not None:
+        return boxed, False
+    return text, True
+
+
+def _unquote(raw: str) -> str:
+    """A JSON field's raw value without quotes; ``\\\\`` and escaped quotes undone, LaTeX kept."""
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
+        raw = raw[1:-1]
+        # json.loads would turn "\frac" into a form feed; undo only the escapes models mean
+        raw = raw.replace("\\\\", "\\").replace('\\"', '"').replace("\\'", "'")
+    return raw
+
+
+def _last_boxed(text: str) -> str | None:
+    """The content of the last ``\\boxed{...}``, braces balanced."""
+    start = text.rfind("\\boxed")
+    if start < 0:
+        return None
+    brace = text.find("{", start)
+    if brace < 0:
+        return None
+    depth = 0
+    for i in range(brace, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[brace + 1 : i]
+    return None
+
+
+def _span_value(span: str, last: bool) -> tuple[str, str] | None:
+    """(canonical value, run) of the first parsable run of the span, or of the last when ``last``.
+
+    Free prose (``last``) ends with the answer; a declared answer starts with it (``2√5 ≈ 4.47``).
+    """
+    norm = _normalize(span)
+    # a ratio is short; the length guard also keeps the regex from backtracking over long prose
+    ratio = _RATIO.match(norm) if ":" in norm and len(norm) <= MAX_EXPR_CHARS else None
+    if ratio:
+        norm = f"({ratio.group(1)})/({ratio.group(2)})"
+    runs = [r for r in (_trim(m.group(0)) for m in _RUN.finditer(norm)) if r]
+    if last:
+        runs.reverse()
+    for run in runs[:MAX_RUNS]:
+        value = _canonical_run(run)
+        if value is not None:
+            return value, run
+    return None
+
+
+def _normalize(text: str) -> str:
+    """LaTeX, Unicode operators, degree signs, the words sqrt and pi → the run alphabet."""
+    text = re.sub(r"\\[dt]frac", r"\\frac", text)
+    # units (with their exponent: cm^2 is not a square), before groups are unwrapped
+    text = re.sub(r"\\(?:text|mathrm)\s*\{[^{}]*\}(?:\s*\^\s*\{?\s*\d\s*\}?)?", " ", text)
+    for _ in range(20):  # innermost groups first; nesting deeper than this is not an answer
+        new = text
+        for pattern, repl in _INNER_GROUPS:
+            new = pattern.sub(repl, new)
+        if new == text:
+            break
+        text = new
+    for pattern, repl in _LATEX_SUBS:
+        text = re.sub(pattern, repl, text)
+    text = re.sub(r"(?<![A-Za-z])sqrt(?![A-Za-z])", "√", text)
+    text = re.sub(r"(?<![A-Za-z])pi(?![A-Za-z])", "π", text)
+    text = re.sub(r"(\d)\s*%", r"\1/100", text)
+    text = text.replace("**", "^").replace("{", "(").replace("}", ")")
+    return text
+
+
+def _trim(run: str) -> str:
+    """A run without surrounding spaces, a sentence's final dot, dangling operators or parens."""
+    run = run.strip()
+    while True:
+        before = run
+        run = run.strip().rstrip(".+-*/^").lstrip("+*/^").strip()
+        if run.count("(") > run.count(")") and run.startswith("("):
+            run = run[1:]
+        if run.count(")") > run.count("(") and run.endswith(")"):
+            run = run[:-1]
+        if run == before:
+            break
+    return run if re.search(r"[0-9π]", run) else ""
+
+
+def _canonical_run(run: str) -> str | None:
+    """The canonical value of one run, or None when it is not a finite real number."""
+    expr_text = re.sub(r"√\s*(\d+(?:\.\d+)?|π)", r"sqrt(\1)", run)
+    expr_text = expr_text.replace("√", "sqrt").replace("π", " pi ")
+    expr_text = re.sub(r"\s+", " ", expr_text).strip()
+    compact = expr_text.replace(" ", "")
+    decimal = _DECIMAL.match(compact)
+    if decimal:
+        sign, whole, frac = decimal.groups()
+        return f"{'-' if sign == '-' else ''}{int(whole or '0')}.{frac}"
+    expr = _safe_sympify(expr_text)
+    return canonical_exact(expr) if expr is not None else None
+
+
+# --- safe evaluation -------------------------------------------------------------------------
+
+
+def _safe_sympify(expr_text: str) -> sympy.Expr | None:
+    """Parse a whitelisted expression with sympy, bounding exponents before evaluating anything."""
+    if len(expr_text) > MAX_EXPR_CHARS or not _SAFE_EXPR.match(expr_text):
+        return None
+    try:
+        unevaluated = parse_expr(
+            expr_text, local_dict=dict(_LOCALS), global_dict=dict(_GLOBALS),
+            transformations=_TRANSFORMS, evaluate=False,
+        )
+        if not _bounded(unevaluated, 1):
+            return None
+        expr = parse_expr(
+            expr_text, local_dict=dict(_LOCALS), global_dict=dict(_GLOBALS),
+            transformations=_TRANSFORMS,
+        )
+    except Exception:  # sympy raises many types (SyntaxError, TokenError, TypeError, ...)
+        return None
+    if not isinstance(expr, sympy.Expr) or expr.free_symbols or not expr.is_number:
+        return None
+    if expr.has(sympy.zoo, sympy.oo, -sympy.oo, sympy.nan) or expr.is_real is not True:
+        return None
+    return expr
+
+
+def _bounded(expr: sympy.Basic, product: int) -> bool:
+    """Whether every exponent is a small rational and nested powers stay small (no 9^9^9)."""
+    if isinstance(expr, sympy.Pow):
+        base, exp = expr.args
+        if exp.free_symbols or not _bounded(exp, 1):
+            return False
+        exp_value = exp.doit()
+        if not exp_value.is_Rational:
+            return False
+        p, q = abs(int(exp_value.p)), int(exp_value.q)
+        if p > MAX_EXPONENT or q > MAX_EXPONENT or product * max(p, 1) > MAX_POWER_PRODUCT:
+            return False
+        return _bounded(base, product * max(p, 1))
+    return all(_bounded(arg, product) for arg in expr.args)
+
+
+# --- comparison ------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def _read_canonical(value: str) -> _Value | None:
+    """A canonical string (or a gold written in sympy syntax) read back as a :class:`_Value`."""
+    if value is None:
+        return None
+    text = value.strip()
+    decimal = _DECIMAL.match(text)
+    if decimal:
+        _, whole, frac = decimal.groups()
+        digits = (whole + frac).lstrip("0")
+        return _Value(sympy.Rational(Fraction(text)), True, len(frac), len(digits))
+    canon = canonical(text)
+    if canon is None:
+        return None
+    if _DECIMAL.match(canon):
+        return _read_canonical(canon)
+    expr = _safe_sympify(canon)
+    return _Value(expr, False) if expr is not None else None
+
+
+def _terminates(x: sympy.Expr) -> bool:
+    """Whether ``x`` is a rational with a terminating decimal expansion (denominator 2^a·5^b)."""
+    if not x.is_Rational:
+        return False
+    q = int(x.q)
+    for p in (2, 5):
+        while q % p == 0:
+            q //= p
+    return q == 1
+
+
+def _decimal_agrees(d: _Value, x: sympy.Expr) -> bool:
+    """Rule 1 for a decimal ``d`` against an exact ``x`` (see the module docstring)."""
+    if x.is_Rational and d.expr == x:
+        return True
+    if _terminates(x) or d.sig_digits < MIN_SIG_DIGITS:
+        return False
+    slack = sympy.Abs(x - d.expr) - sympy.Rational(1, 2 * 10**d.places)
+    if slack.is_Rational:
+        return bool(slack <= 0)
+    numeric = slack.evalf(30)
+    return bool(numeric.is_number and numeric <= 0)
+
+
+def _exact_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Symbolic equality, with a numeric pre-check so that different values fail fast."""
+    if a == b:
+        return True
+    diff = a - b
+    numeric = diff.evalf(30)
+    scale = max(1.0, float(abs(a.evalf(15))))
+    if not numeric.is_number or abs(numeric) > 1e-20 * scale:
+        return False
+    verdict = diff.equals(0)
+    if verdict is None:
+        return bool(abs(diff.evalf(60)) < 1e-45 * scale)
+    return bool(verdict)

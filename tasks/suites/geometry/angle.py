@@ -1,0 +1,476 @@
+"""Category ``angle``: angles and directions, always asked and answered in whole degrees.
+
+Whole-degree answers from readable coordinates limit the angles to multiples of 30° and 45°
+(and what halving or regular polygons give); coordinates then hold ``k√2`` or ``k√3``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import sympy
+
+from tasks.suites.geometry.common import (
+    Config,
+    Template,
+    angle_deg,
+    circle_text,
+    dec,
+    dec_points,
+    dist,
+    enc,
+    enc_points,
+    fmt,
+    place2d,
+    place3d,
+    points_text,
+    polar,
+    position_vectors_text,
+    sub,
+    vec_text,
+)
+
+Z = sympy.Integer(0)
+I = sympy.Integer
+ORIGIN = (Z, Z)
+
+
+def _angle_at(c: Config, vertex: str, first: str, second: str) -> sympy.Expr:
+    """∠(first, vertex, second) of the configuration's points, in degrees."""
+    p = dec_points(c)
+    return angle_deg(sub(p[first], p[vertex]), sub(p[second], p[vertex]))
+
+
+def _vector_question(first: str, vertex: str, second: str) -> str:
+    return f"Find the angle between the vectors {first} - {vertex} and {second} - {vertex}, in degrees."
+
+
+# --- angle between two vectors ---------------------------------------------------------------
+
+# B for each angle AOB with A on the positive x-axis, m a scale: readable coordinates
+_VECTOR_B = {45: (1, 1), 60: (1, sympy.sqrt(3)), 90: (0, 1), 120: (-1, sympy.sqrt(3)), 135: (-1, 1)}
+
+
+def _vector_angle_draw(rng: random.Random) -> Config:
+    angle = rng.choice(sorted(_VECTOR_B))
+    m = rng.randint(1, 6)
+    base = {"O": ORIGIN, "A": (I(rng.randint(1, 8)), Z), "B": tuple(sympy.nsimplify(m * x) for x in _VECTOR_B[angle])}
+    return {"points": enc_points(place2d(rng, base))}
+
+
+def _vector_angle_euclid(c: Config) -> str:
+    p = dec_points(c)
+    return (f"In triangle AOB, OA = {fmt(dist(p['O'], p['A']))}, OB = {fmt(dist(p['O'], p['B']))} and "
+            f"AB = {fmt(dist(p['A'], p['B']))}. Find ∠AOB in degrees.")
+
+
+def _vector_angle_vector(c: Config) -> str:
+    p = dec_points(c)
+    return (f"Find the angle between the vectors {vec_text('u', sub(p['A'], p['O']))} and "
+            f"{vec_text('v', sub(p['B'], p['O']))}, in degrees.")
+
+
+VECTOR_ANGLE = Template(
+    "vector_angle", "angle", 3,
+    draw=_vector_angle_draw,
+    gold=lambda c: _angle_at(c, "O", "A", "B"),
+    euclid=_vector_angle_euclid,
+    coord=lambda c: f"For the points {points_text(dec_points(c), 'OAB')}, find ∠AOB in degrees.",
+    vector=_vector_angle_vector,
+)
+
+# --- angle from three integer sides ----------------------------------------------------------
+
+
+def _integer_triangles() -> dict[int, list[tuple[int, int]]]:
+    """Per angle at C: (CB, CA) with an integer third side; CB even so that B's coordinates are readable."""
+    found: dict[int, list[tuple[int, int]]] = {}
+    for angle, cross in ((60, -1), (90, 0), (120, 1)):
+        for a in range(2, 17, 1 if angle == 90 else 2):
+            for b in range(1, 17):
+                c2 = a * a + b * b + cross * a * b
+                if math.isqrt(c2) ** 2 == c2:
+                    found.setdefault(angle, []).append((a, b))
+    return found
+
+
+_INTEGER_TRIANGLES = _integer_triangles()
+
+
+def _sides_angle_draw(rng: random.Random) -> Config:
+    angle = rng.choice(sorted(_INTEGER_TRIANGLES))
+    a, b = rng.choice(_INTEGER_TRIANGLES[angle])
+    base = {"A": (I(b), Z), "B": polar(a, angle), "C": ORIGIN}
+    return {"points": enc_points(place2d(rng, base))}
+
+
+def _sides_angle_euclid(c: Config) -> str:
+    p = dec_points(c)
+    return (f"Triangle ABC has sides AB = {fmt(dist(p['A'], p['B']))}, BC = {fmt(dist(p['B'], p['C']))} and "
+            f"CA = {fmt(dist(p['C'], p['A']))}. Find ∠ACB in degrees.")
+
+
+SIDES_ANGLE = Template(
+    "sides_angle", "angle", 3,
+    draw=_sides_angle_draw,
+    gold=lambda c: _angle_at(c, "C", "A", "B"),
+    euclid=_sides_angle_euclid,
+    coord=lambda c: f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}. Find ∠ACB in degrees.",
+    vector=lambda c: f"In the plane, {position_vectors_text(dec_points(c), 'ABC')}. {_vector_question('a', 'c', 'b')}",
+)
+
+# --- inclination of a line -------------------------------------------------------------------
+
+_RISE = {30: (sympy.sqrt(3), 1), 45: (1, 1), 60: (1, sympy.sqrt(3))}
+
+
+def _inclination_draw(rng: random.Random) -> Config:
+    m = rng.randint(1, 6)
+    step = tuple(sympy.nsimplify(m * x) for x in _RISE[rng.choice(sorted(_RISE))])
+    # P moves only along axes where the step is rational (see place2d)
+    p = tuple(I(rng.randint(-6, 6)) if x.is_Rational else Z for x in step)
+    return {"points": enc_points({"P": p, "Q": (p[0] + step[0], p[1] + step[1])})}
+
+
+def _inclination_euclid(c: Config) -> str:
+    p = dec_points(c)
+    run, rise = sub(p["Q"], p["P"])
+    return (f"A straight ramp rises from P to Q: the vertical rise is {fmt(rise)} and the horizontal run is "
+            f"{fmt(run)}. Find the angle between the ramp and the horizontal, in degrees.")
+
+
+def _inclination_vector(c: Config) -> str:
+    p = dec_points(c)
+    return (f"The points P and Q have position vectors {vec_text('p', p['P'])} and {vec_text('q', p['Q'])}. "
+            f"Find the angle between the vector q - p and {vec_text('i', (I(1), Z))}, in degrees.")
+
+
+INCLINATION = Template(
+    "inclination", "angle", 2,
+    draw=_inclination_draw,
+    gold=lambda c: angle_deg(sub(dec_points(c)["Q"], dec_points(c)["P"]), (I(1), Z)),
+    euclid=_inclination_euclid,
+    coord=lambda c: (
+        f"Find the angle between the line through {points_text(dec_points(c), 'PQ')} and the positive x-axis, "
+        "in degrees."
+    ),
+    vector=_inclination_vector,
+)
+
+# --- acute angle between two lines -----------------------------------------------------------
+
+# a readable direction vector for each inclination
+_DIRECTIONS = {0: (1, 0), 30: (sympy.sqrt(3), 1), 45: (1, 1), 60: (1, sympy.sqrt(3)), 90: (0, 1),
+               120: (-1, sympy.sqrt(3)), 135: (-1, 1), 150: (-sympy.sqrt(3), 1)}
+
+
+def _lines_draw(rng: random.Random) -> Config:
+    phi1, phi2 = rng.sample(sorted(_DIRECTIONS), 2)  # distinct inclinations below 180°: never parallel
+    return {"phi": [phi1, phi2], "intercepts": [rng.randint(-6, 6), rng.randint(-6, 6)],
+            "scales": [rng.randint(1, 3), rng.randint(1, 3)], "op": rng.randint(1, 6)}
+
+
+def _lines_angle(c: Config) -> sympy.Expr:
+    u, v = (_DIRECTIONS[phi] for phi in c["phi"])
+    angle = angle_deg(u, v)
+    return sympy.Min(angle, 180 - angle)
+
+
+def _line_equation(phi: int, intercept: int) -> str:
+    """``y = √3x + 2`` (or ``x = 2`` for a vertical line)."""
+    if phi == 90:
+        return f"x = {intercept}"
+    slope = sympy.nsimplify(sympy.tan(sympy.pi * phi / 180))
+    if slope == 0:
+        return f"y = {intercept}"
+    mag = fmt(abs(slope))
+    mag = "" if mag == "1" else (f"({mag})" if "/" in mag else mag)
+    tail = "" if intercept == 0 else (f" + {intercept}" if intercept > 0 else f" - {-intercept}")
+    return f"y = {'-' if slope < 0 else ''}{mag}x{tail}"
+
+
+def _line_point(phi: int, intercept: int):
+    """A point of the line of :func:`_line_equation`."""
+    return (I(intercept), Z) if phi == 90 else (Z, I(intercept))
+
+
+def _lines_euclid(c: Config) -> str:
+    op = 2 * c["op"]
+    d = op * sympy.sin(sympy.pi * _lines_angle(c) / 180)
+    return (f"Lines ℓ and m meet at O. The point P on ℓ with OP = {op} is at distance {fmt(d)} from m. "
+            "Find the acute angle between ℓ and m, in degrees.")
+
+
+def _lines_coord(c: Config) -> str:
+    (p1, p2), (c1, c2) = c["phi"], c["intercepts"]
+    return (f"Find the acute angle between the lines {_line_equation(p1, c1)} and {_line_equation(p2, c2)}, "
+            "in degrees.")
+
+
+def _lines_vector(c: Config) -> str:
+    (p1, p2), (c1, c2), (k1, k2) = c["phi"], c["intercepts"], c["scales"]
+    u = tuple(sympy.nsimplify(k1 * x) for x in _DIRECTIONS[p1])
+    v = tuple(sympy.nsimplify(k2 * x) for x in _DIRECTIONS[p2])
+    return (f"Find the acute angle between the lines r = a + t u and r = b + s v, in degrees, where "
+            f"{vec_text('a', _line_point(p1, c1))}, {vec_text('u', u)}, {vec_text('b', _line_point(p2, c2))} "
+            f"and {vec_text('v', v)}.")
+
+
+LINES_ANGLE = Template(
+    "lines_angle", "angle", 2,
+    draw=_lines_draw,
+    gold=_lines_angle,
+    euclid=_lines_euclid,
+    coord=_lines_coord,
+    vector=_lines_vector,
+)
+
+# --- inscribed angle -------------------------------------------------------------------------
+
+_ON_CIRCLE = sorted(set(range(0, 360, 30)) | set(range(0, 360, 45)))
+
+
+def _inscribed_draw(rng: random.Random) -> Config:
+    r = 2 * rng.randint(1, 4)
+    angles = rng.sample(_ON_CIRCLE, 3)
+    relative = [polar(r, a) for a in angles]
+    # the centre moves only along axes where every point is rational (see place2d)
+    centre = [rng.randint(-6, 6) if all(p[i].is_Rational for p in relative) else 0 for i in range(2)]
+    return {"centre": [enc(x) for x in centre], "r": r, "angles": angles}
+
+
+def _inscribed_relative(c: Config) -> dict:
+    """The points A, B, C relative to the centre."""
+    return {n: polar(c["r"], a) for n, a in zip("ABC", c["angles"])}
+
+
+def _inscribed_absolute(c: Config) -> dict:
+    o = tuple(dec(x) for x in c["centre"])
+    return {n: tuple(sympy.nsimplify(a + b) for a, b in zip(p, o)) for n, p in _inscribed_relative(c).items()}
+
+
+def _inscribed_gold(c: Config) -> sympy.Expr:
+    """Half the arc AB that does not contain C (the inscribed angle theorem; exact and fast,
+    where sympy's acos of the cosines of 15° multiples is slow)."""
+    return sympy.Rational(_arc_without_c(c), 2)
+
+
+def _arc_without_c(c: Config) -> int:
+    """The arc AB not containing C, in degrees."""
+    a, b, x = c["angles"]
+    ab = (b - a) % 360
+    return 360 - ab if (x - a) % 360 < ab else ab
+
+
+def _inscribed_euclid(c: Config) -> str:
+    return (f"The points A, B and C lie on a circle with centre O and radius {c['r']}. The arc AB that does not "
+            f"contain C measures {_arc_without_c(c)}°. Find ∠ACB in degrees.")
+
+
+def _inscribed_coord(c: Config) -> str:
+    o = tuple(dec(x) for x in c["centre"])
+    return (f"The points {points_text(_inscribed_absolute(c), 'ABC')} lie on the circle with centre "
+            f"{points_text({'O': o}, 'O')}. Find ∠ACB in degrees.")
+
+
+def _inscribed_vector(c: Config) -> str:
+    p = _inscribed_relative(c)
+    return (f"Relative to the centre O of a circle, the points A, B and C on the circle have position vectors "
+            f"{vec_text('a', p['A'])}, {vec_text('b', p['B'])} and {vec_text('c', p['C'])}. "
+            f"{_vector_question('a', 'c', 'b')}")
+
+
+INSCRIBED_ANGLE = Template(
+    "inscribed_angle", "angle", 4,
+    draw=_inscribed_draw,
+    gold=_inscribed_gold,
+    euclid=_inscribed_euclid,
+    coord=_inscribed_coord,
+    vector=_inscribed_vector,
+)
+
+# --- interior angle of a regular polygon -----------------------------------------------------
+
+
+def _polygon_draw(rng: random.Random) -> Config:
+    return {"n": rng.choice((5, 6, 8, 9, 10, 12)), "R": rng.randint(1, 9)}
+
+
+def _polygon_coord(c: Config) -> str:
+    n, r = c["n"], c["R"]
+    step = 360 // n
+    return (f"For k = 0, 1, …, {n - 1}, the points P_k = ({r}cos(k·{step}°), {r}sin(k·{step}°)) are the vertices "
+            "of a polygon. Find the interior angle of the polygon at P_1, in degrees.")
+
+
+def _polygon_vector(c: Config) -> str:
+    n, r = c["n"], c["R"]
+    step = 360 // n
+    return (f"For k = 0, 1, …, {n - 1}, the points with position vectors v_k = {r}⟨cos(k·{step}°), sin(k·{step}°)⟩ "
+            "are the vertices of a polygon. Find the angle between the vectors v_0 - v_1 and v_2 - v_1, in degrees.")
+
+
+POLYGON_ANGLE = Template(
+    "polygon_angle", "angle", 5,
+    count=lambda c: c["n"],
+    draw=_polygon_draw,
+    gold=lambda c: sympy.Integer(180) * (c["n"] - 2) / c["n"],
+    euclid=lambda c: (
+        f"A regular polygon with {c['n']} sides is inscribed in a circle of radius {c['R']}. "
+        "Find each interior angle of the polygon, in degrees."
+    ),
+    coord=_polygon_coord,
+    vector=_polygon_vector,
+)
+
+# --- base angle of an isosceles triangle -----------------------------------------------------
+
+
+def _isosceles_draw(rng: random.Random) -> Config:
+    apex = rng.choice((30, 60, 90, 120, 150))
+    s = 2 * rng.randint(1, 5)
+    base = {"A": ORIGIN, "B": (I(s), Z), "C": polar(s, apex)}
+    return {"points": enc_points(place2d(rng, base))}
+
+
+ISOSCELES_ANGLE = Template(
+    "isosceles_angle", "angle", 3,
+    draw=_isosceles_draw,
+    gold=lambda c: _angle_at(c, "B", "A", "C"),
+    euclid=lambda c: (
+        f"In triangle ABC, AB = AC = {fmt(dist(dec_points(c)['A'], dec_points(c)['B']))} and "
+        f"∠BAC = {fmt(_angle_at(c, 'A', 'B', 'C'))}°. Find ∠ABC in degrees."
+    ),
+    coord=lambda c: f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}. Find ∠ABC in degrees.",
+    vector=lambda c: f"In the plane, {position_vectors_text(dec_points(c), 'ABC')}. {_vector_question('a', 'b', 'c')}",
+)
+
+# --- angle between two tangents --------------------------------------------------------------
+
+# (angle, radius, offset of P from the centre), each scaled by k
+_TANGENTS = {60: (1, (2, 0)), 90: (1, (1, 1)), 120: (sympy.sqrt(3), (2, 0))}
+
+
+def _tangent_angle_draw(rng: random.Random) -> Config:
+    angle = rng.choice(sorted(_TANGENTS))
+    k = rng.randint(1, 6)
+    radius, offset = _TANGENTS[angle]
+    moved = place2d(rng, {"O": ORIGIN, "P": (I(k * offset[0]), I(k * offset[1]))})
+    return {"points": enc_points(moved), "r": enc(k * radius)}
+
+
+def _tangent_angle_gold(c: Config) -> sympy.Expr:
+    p = dec_points(c)
+    return 2 * sympy.asin(dec(c["r"]) / dist(p["O"], p["P"])) * 180 / sympy.pi
+
+
+def _tangent_angle_vector(c: Config) -> str:
+    p = dec_points(c)
+    return (f"A circle consists of the points with position vector x such that |x - c| = {fmt(dec(c['r']))}, where "
+            f"{vec_text('c', p['O'])}. Two tangents are drawn to the circle from the point P with position vector "
+            f"{vec_text('p', p['P'])}. Find the angle between the two tangents, in degrees.")
+
+
+TANGENT_ANGLE = Template(
+    "tangent_angle", "angle", 2,
+    draw=_tangent_angle_draw,
+    gold=_tangent_angle_gold,
+    euclid=lambda c: (
+        f"Two tangents are drawn to a circle of radius {fmt(dec(c['r']))} from a point P at distance "
+        f"{fmt(dist(dec_points(c)['O'], dec_points(c)['P']))} from its centre. "
+        "Find the angle between the two tangents, in degrees."
+    ),
+    coord=lambda c: (
+        f"Two tangents are drawn from {points_text(dec_points(c), 'P')} to the circle "
+        f"{circle_text(dec_points(c)['O'], dec(c['r']) ** 2, 'xy')}. "
+        "Find the angle between the two tangents, in degrees."
+    ),
+    vector=_tangent_angle_vector,
+)
+
+# --- angle between edges and face diagonals of a cube ----------------------------------------
+
+CUBE = {"A": (0, 0, 0), "B": (1, 0, 0), "C": (1, 1, 0), "D": (0, 1, 0),
+        "E": (0, 0, 1), "F": (1, 0, 1), "G": (1, 1, 1), "H": (0, 1, 1)}
+
+
+def _cube_draw(rng: random.Random) -> Config:
+    s = rng.randint(1, 6)
+    x, y = rng.sample("BCDEFH", 2)  # G would give the space diagonal, whose angles are not whole
+    unit = {n: tuple(I(s * v) for v in CUBE[n]) for n in ("A", x, y)}
+    return {"edge": s, "names": [x, y], "points": enc_points(place3d(rng, unit))}
+
+
+def _cube_vectors(c: Config):
+    p = dec_points(c)
+    x, y = c["names"]
+    return sub(p[x], p["A"]), sub(p[y], p["A"])
+
+
+def _cube_coord(c: Config) -> str:
+    x, y = c["names"]
+    return (f"The points {points_text(dec_points(c), 'A' + x + y)} are vertices of a cube with edge {c['edge']}. "
+            f"Find ∠{x}A{y} in degrees.")
+
+
+def _cube_vector(c: Config) -> str:
+    u, v = _cube_vectors(c)
+    return (f"From one vertex of a cube with edge {c['edge']}, the vectors {vec_text('u', u)} and {vec_text('v', v)} "
+            "lead to two other vertices. Find the angle between u and v, in degrees.")
+
+
+CUBE_ANGLE = Template(
+    "cube_angle", "angle", 3,
+    draw=_cube_draw,
+    gold=lambda c: angle_deg(*_cube_vectors(c)),
+    euclid=lambda c: (
+        f"ABCDEFGH is a cube with edge {c['edge']}: ABCD is one face, and E, F, G and H lie directly above A, B, C "
+        f"and D. Find ∠{c['names'][0]}A{c['names'][1]} in degrees."
+    ),
+    coord=_cube_coord,
+    vector=_cube_vector,
+)
+
+# --- angles of an isosceles trapezoid --------------------------------------------------------
+
+# (half the difference of the bases, height, unit of the bases) per base angle
+_TRAPEZOIDS = {30: (sympy.sqrt(3), 1, sympy.sqrt(3)), 45: (1, 1, 1), 60: (1, sympy.sqrt(3), 1)}
+
+
+def _trapezoid_draw(rng: random.Random) -> Config:
+    angle = rng.choice(sorted(_TRAPEZOIDS))
+    half_diff, height, unit = _TRAPEZOIDS[angle]
+    m = rng.randint(1, 5)
+    e, h = sympy.nsimplify(m * half_diff), sympy.nsimplify(m * height)
+    b = sympy.nsimplify(rng.randint(1, 8) * unit)
+    base = {"A": ORIGIN, "B": (b + 2 * e, Z), "C": (b + e, h), "D": (e, h)}
+    return {"points": enc_points(place2d(rng, base)), "asked": rng.choice(["ABC", "BCD"])}
+
+
+def _trapezoid_euclid(c: Config) -> str:
+    p = dec_points(c)
+    ab, cd = dist(p["A"], p["B"]), dist(p["C"], p["D"])
+    height = sympy.sqrt(dist(p["A"], p["D"]) ** 2 - ((ab - cd) / 2) ** 2)
+    return (f"ABCD is an isosceles trapezoid with AB ∥ CD, AB = {fmt(ab)}, CD = {fmt(cd)} and height {fmt(height)}. "
+            f"Find ∠{c['asked']} in degrees.")
+
+
+TRAPEZOID_ANGLE = Template(
+    "trapezoid_angle", "angle", 4,
+    draw=_trapezoid_draw,
+    gold=lambda c: _angle_at(c, c["asked"][1], c["asked"][0], c["asked"][2]),
+    euclid=_trapezoid_euclid,
+    coord=lambda c: (
+        f"The trapezoid ABCD has vertices {points_text(dec_points(c), 'ABCD')}. Find ∠{c['asked']} in degrees."
+    ),
+    vector=lambda c: (
+        f"In the plane, {position_vectors_text(dec_points(c), 'ABCD')}; ABCD is a trapezoid. "
+        f"{_vector_question(c['asked'][0].lower(), c['asked'][1].lower(), c['asked'][2].lower())}"
+    ),
+)
+
+TEMPLATES = (
+    VECTOR_ANGLE, SIDES_ANGLE, INCLINATION, LINES_ANGLE, INSCRIBED_ANGLE, POLYGON_ANGLE,
+    ISOSCELES_ANGLE, TANGENT_ANGLE, CUBE_ANGLE, TRAPEZOID_ANGLE,
+)
