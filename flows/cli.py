@@ -51,6 +51,23 @@ def print_rows(rows: list[dict[str, Any]], title: str | None = None) -> None:
     console.print(table)
 
 
+def emit_rows(rows: list[dict[str, Any]], fmt: str, title: str | None = None) -> None:
+    """Print rows as ``table`` (for people), ``csv`` or ``json`` (for scripts: nothing folded)."""
+    if fmt == "json":
+        print(json.dumps(rows, default=str))
+    elif fmt == "csv":
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else [])
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        print_rows(rows, title=title)
+
+
+FormatOpt = typer.Option("table", "--format", help="table, csv or json")
+
+
 class RichListener:
     """Progress bars on the terminal, one per stage."""
 
@@ -81,9 +98,14 @@ def sweep(
     samples: Optional[int] = typer.Option(None, help="repeats per item (overrides sweep.samples)"),
     warehouse: Optional[str] = typer.Option(None, help="warehouse folder (overrides warehouse.path)"),
     batch_size: Optional[int] = typer.Option(None, help="items per batch (overrides sweep.batch_size)"),
+    dataset: Optional[list[str]] = typer.Option(None, help="a stored dataset id to run too (repeatable; "
+                                                "adds to sweep.datasets)"),
 ) -> None:
     """Run a sweep: generate, validate, call every model, parse, score, store; print the headline table."""
     overrides: dict[str, Any] = {}
+    if dataset:
+        overrides.setdefault("sweep", {})["datasets"] = list(dict.fromkeys(
+            _load(config).sweep.datasets + list(dataset)))
     if models:
         overrides.setdefault("sweep", {})["models"] = [m.strip() for m in models.split(",") if m.strip()]
     if samples is not None:
@@ -166,11 +188,42 @@ def generate(
     console.print(f"wrote {len(rows)} items to {out}", highlight=False)
 
 
+@app.command("import-families")
+def import_families(
+    file: Path = typer.Argument(..., help="JSON, JSONL or CSV: id, category, euclid, coord, vector, answer"),
+    prompt_styles: str = typer.Option("direct", help="comma-separated: direct, json, convert_then_solve"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Import a parallel geometry set as families and variants (validated; stored as one dataset)."""
+    from tasks.generate import import_families as load
+    from tasks.store import connect, query, write_rows
+    from tasks.suites.geometry.imported import ImportFamiliesError
+    from tasks.validate import ValidationFailed, validate_items
+
+    cfg = _load(config)
+    if not file.exists():
+        fail(f"{file}: no such file")
+    try:
+        dataset, rows = load(str(file), [s.strip() for s in prompt_styles.split(",") if s.strip()])
+        validate_items(rows, batch_name="import")
+    except (ImportFamiliesError, GeneratorError, ValidationFailed) as exc:
+        fail(f"{file}: nothing imported:\n{exc}")
+    con = connect(cfg.lake_path)
+    try:
+        known = {r["item_id"] for r in query(con, "SELECT item_id FROM items WHERE dataset_id = ?", [dataset])}
+    finally:
+        con.close()
+    write_rows(cfg.lake_path, "items", [r for r in rows if r["item_id"] not in known])
+    families = len({r["family_id"] for r in rows})
+    console.print(f"imported {families} families ({len(rows)} items) as dataset {dataset}\n"
+                  f"run them: invarbench sweep --dataset {dataset}   (or add it to sweep.datasets)", highlight=False)
+
+
 @app.command()
 def sql(
     query_text: Optional[str] = typer.Argument(None, metavar="QUERY", help="SQL over the warehouse views"),
     config: Optional[Path] = ConfigOpt,
-    fmt: str = typer.Option("table", "--format", help="table, csv or json"),
+    fmt: str = FormatOpt,
 ) -> None:
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
@@ -203,34 +256,31 @@ def sql(
         fail(f"query failed: {exc}", 1)
     finally:
         con.close()
-    if fmt == "json":
-        print(json.dumps(rows, default=str))
-    elif fmt == "csv":
-        import csv
-
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else [])
-        writer.writeheader()
-        writer.writerows(rows)
-    else:
-        print_rows(rows)
+    emit_rows(rows, fmt)
 
 
 @app.command()
-def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help="most recent runs to list")) -> None:
-    """List runs with their Prefect flow-run ids, status, models, counts and errors."""
+def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help="most recent runs to list"),
+         fmt: str = FormatOpt) -> None:
+    """List runs with their Prefect flow-run ids, status, models, counts and errors.
+
+    A ``failed`` run's message says why; open its flow run in the Prefect UI by its id.
+    """
     from tasks.store import connect, query
 
+    if fmt not in ("table", "csv", "json"):
+        fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config)
     con = connect(cfg.lake_path)
     try:
         rows = query(con, """
             SELECT run_id, kind, status, flow_run_id, models, n_items, n_requests, n_sent, n_cached, n_errors,
                    strftime(started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
-                   strftime(updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc
+                   strftime(updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, message
             FROM runs ORDER BY started_at DESC LIMIT ?""", [limit])
     finally:
         con.close()
-    print_rows(rows, title="runs")
+    emit_rows(rows, fmt, title="runs")
 
 
 @app.command()
@@ -250,6 +300,78 @@ def models(config: Optional[Path] = ConfigOpt) -> None:
             "api key": f"${m.api_key_env}" if m.api_key_env else "-",
         })
     print_rows(rows, title="models")
+
+
+@app.command()
+def rescore(
+    run: Optional[list[str]] = typer.Option(None, "--run", help="run id to rescore (repeatable)"),
+    model: Optional[list[str]] = typer.Option(None, "--model", help="model name (repeatable)"),
+    suite: Optional[list[str]] = typer.Option(None, "--suite", help="suite name (repeatable)"),
+    since: Optional[str] = typer.Option(None, "--since", help="only requests made on or after YYYY-MM-DD (UTC)"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Re-parse and re-score stored responses with the current parser and scorer; calls no model."""
+    import datetime as dt
+
+    since_date = None
+    if since:
+        try:
+            since_date = dt.date.fromisoformat(since)
+        except ValueError:
+            fail(f"--since {since}: expected a date as YYYY-MM-DD")
+    _load(config)
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from flows.rescore import rescore as rescore_flow
+
+    summary = rescore_flow(str(config) if config else None, runs=run or (), models=model or (),
+                           suites=suite or (), since=since_date)
+    print_rows([{k: c[k] for k in ("model", "suite", "task", "variant", "gold", "previous_status", "status",
+                                   "previous_predicted", "predicted", "flipped")} for c in summary["changed"]],
+               title=f"rescore {summary['run_id']}: changed scores")
+    console.print(summary["message"], highlight=False)
+
+
+@app.command()
+def report(
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default <warehouse>/reports/<timestamp>/)"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Write the HTML report (self-contained, offline) and a PNG per figure; print the HTML path."""
+    from flows.report import build_report
+
+    cfg = _load(config)
+    path = build_report(cfg, out, progress=lambda step: err.print(f"report: {step}", highlight=False))
+    console.print(str(path), highlight=False, soft_wrap=True)
+
+
+@app.command("import-responses")
+def import_responses(
+    file: Path = typer.Argument(..., help="CSV, JSONL or Parquet: prompt/input, target/gold, prediction/response, "
+                                          "optional task, family_id, variant, bin, key_entities"),
+    model: str = typer.Option(..., "--model", help="name the responses are stored under (route provider: imported)"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Store responses produced elsewhere as a run, then parse and score them like any sweep's.
+
+    Nothing is written when a column is missing, the file is empty or a row cannot be decoded
+    (exit 2, the message names the row and column).
+    """
+    from flows.sweep import headline
+    from tasks.imports import ImportRejected, plan_import, store_import
+
+    cfg = _load(config)
+    try:
+        plan = plan_import(file, model)
+    except ImportRejected as exc:
+        fail(str(exc))
+    summary = store_import(plan, cfg.lake_path)
+    print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(cfg.lake_path, summary["run_id"])],
+               title=f"run {summary['run_id']}: accuracy per task and bin")
+    types = ", ".join(f"{task}: {t}" for task, t in sorted(summary["answer_types"].items()))
+    console.print(f"{summary['message']}\n{summary['items']} items, {summary['requests']} requests; "
+                  f"answer types {types}", highlight=False)
+    if summary["ignored_columns"]:
+        err.print(f"[yellow]ignored columns: {', '.join(summary['ignored_columns'])}[/]", highlight=False)
 
 
 def main() -> None:

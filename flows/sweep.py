@@ -8,17 +8,18 @@ failing expectation leaves the lake untouched.
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any, Sequence
 
 import duckdb
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NONE
 from prefect.runtime import flow_run
 
 from tasks import progress
 from tasks.call import CallStats, run_calls, step_plan
-from tasks.config import Config, load_config
+from tasks.config import Config, ConfigError, load_config
 from tasks.generate import generate_task, item_row
 from tasks.records import canonical_json
 from tasks.score import StageStats, parse_stage, score_stage
@@ -37,6 +38,22 @@ def generate_stage(suite: str, task_name: str, params: dict[str, Any], seed: int
     """Items of one task as lake rows."""
     dataset, items = generate_task(suite, task_name, params, seed)
     return [item_row(item, dataset) for item in items]
+
+
+@task(name="load-datasets", cache_policy=NONE)
+def stored_datasets_stage(lake: str, datasets: list[str]) -> list[dict[str, Any]]:
+    """Item rows of stored datasets (imported families); an unknown id is a ConfigError."""
+    con = connect(lake)
+    try:
+        rows = query(con, "SELECT * FROM items WHERE dataset_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY item_id",
+                     [datasets])
+    finally:
+        con.close()
+    missing = sorted(set(datasets) - {r["dataset_id"] for r in rows})
+    if missing:
+        raise ConfigError(f"sweep.datasets: no stored dataset {', '.join(missing)}; see `invarbench sql "
+                          f"\"SELECT DISTINCT dataset_id, suite, task FROM items\"`")
+    return rows
 
 
 @task(name="validate", task_run_name="validate-batch-{index}", cache_policy=NONE)
@@ -78,6 +95,26 @@ def parse_batch(lake: str, selection: Selection, model: str, index: int) -> Stag
 def score_batch(lake: str, selection: Selection, run_id: str, model: str, index: int) -> StageStats:
     """Score the batch's trials."""
     return score_stage(lake, selection, run_id)
+
+
+def run_unit(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
+    """One model on one batch: call the model, then parse and score what it answered."""
+    stats = call_stage(lake, rows, model, cfg, run_id, index)
+    selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows))
+    parse_batch(lake, selection, model, index)
+    score_batch(lake, selection, run_id, model, index)
+    return stats
+
+
+@task(name="report", cache_policy=NONE)
+def report_stage(cfg: Config, run_id: str) -> Path:
+    """Statistics over the warehouse and the HTML report with its figures."""
+    from flows.report import build_report
+
+    with progress.stage("report", 1) as advance:
+        path = build_report(cfg, cfg.warehouse_path / "reports" / run_id, resamples=cfg.sweep.bootstrap_resamples)
+        advance(1)
+    return path
 
 
 def _run_row(run_id: str, cfg: Config, status: str, **counts: Any) -> dict[str, Any]:
@@ -123,16 +160,27 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
 
 
 @flow(name="sweep", log_prints=False)
-def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run a sweep: every configured task on every configured model. Returns the run summary."""
+def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = None,
+          dispatch: bool = False) -> dict[str, Any]:
+    """Run a sweep: every configured task on every configured model. Returns the run summary.
+
+    With ``dispatch``, each (model, batch) unit runs as a flow run of the ``sweep-batch``
+    deployment that any worker on the pool may pick up (:mod:`flows.batch`); without it, here.
+    """
     logger = get_run_logger()
     cfg = load_config(config_path, overrides)
+    if dispatch:
+        from flows import batch as scale_out  # it imports this module's stages
+
+        scale_out.require_server()
     lake, size = cfg.lake_path, cfg.sweep.batch_size
     run_id = f"{now_utc():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
 
     rows: list[dict[str, Any]] = []
     for suite, task_name in cfg.selected_tasks():
         rows.extend(generate_stage(suite, task_name, cfg.task_params(suite, task_name), cfg.sweep.seed))
+    if cfg.sweep.datasets:
+        rows.extend(stored_datasets_stage(lake, cfg.sweep.datasets))
     rows, dropped = dedupe(rows)
     batches = chunks(rows, size)
     for i, batch in enumerate(batches):
@@ -144,13 +192,27 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     for i, batch in enumerate(batches):
         store_items_stage(lake, batch, i)
 
-    totals = CallStats()
-    for model in cfg.sweep.models:
-        for i, batch in enumerate(batches):
-            totals.add(call_stage(lake, batch, model, cfg, run_id, i))
-            selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in batch))
-            parse_batch(lake, selection, model, i)
-            score_batch(lake, selection, run_id, model, i)
+    units = [(model, i) for model in cfg.sweep.models for i in range(len(batches))]
+    progress_id = create_progress_artifact(
+        0.0 if units else 100.0, key="sweep-progress",
+        description=f"invarbench sweep {run_id}: share of its {len(units)} (model, batch) units done")
+
+    def units_done(n: int) -> None:
+        update_progress_artifact(progress_id, 100.0 * n / len(units))
+
+    try:
+        if dispatch:
+            totals = scale_out.dispatch_units(lake, config_path, overrides, run_id, units, batches, units_done)
+        else:
+            totals = CallStats()
+            for n, (model, i) in enumerate(units, 1):
+                totals.add(run_unit(lake, batches[i], model, cfg, run_id, i))
+                units_done(n)
+    except Exception as exc:
+        # Without this row the run would read `running` forever in `invarbench runs`.
+        write_rows(lake, "runs", [_run_row(run_id, cfg, "failed", started_at=started, n_items=len(rows),
+                                           message=f"{type(exc).__name__}: {exc}"[:2000])])
+        raise
 
     catalog = cfg.warehouse_path / "invarbench.duckdb"
     try:
@@ -160,19 +222,22 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
         # complete, and the views only change when sql/ does.
         logger.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
     table = headline(lake, run_id)
+    report = report_stage(cfg, run_id) if cfg.sweep.report else None
     summary = {
         "run_id": run_id, "flow_run_id": str(flow_run.get_id() or ""), "items": len(rows),
         "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
         "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,
+        "report": str(report) if report else None,
     }
     write_rows(lake, "runs", [_run_row(
         run_id, cfg, "completed", started_at=started, n_items=len(rows), n_requests=totals.requests,
-        n_sent=totals.sent, n_cached=totals.cached, n_errors=totals.errors)])
+        n_sent=totals.sent, n_cached=totals.cached, n_errors=totals.errors, report_path=summary["report"])])
     create_markdown_artifact(
         key="sweep-summary",
         markdown=(f"# invarbench sweep {run_id}\n\n{len(rows)} items, {totals.requests} requests "
                   f"({totals.sent} sent, {totals.cached} from the ledger, {totals.errors} errors).\n\n"
-                  f"Warehouse: `{cfg.warehouse_path}`\n\n{markdown_table(table)}\n"),
+                  f"Warehouse: `{cfg.warehouse_path}`\n\nReport: `{summary['report'] or 'not built'}`\n\n"
+                  f"{markdown_table(table)}\n"),
         description=f"invarbench sweep {run_id}",
     )
     return summary

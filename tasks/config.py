@@ -43,6 +43,8 @@ class ModelConfig(_Strict):
     timeout_s: float = Field(120.0, gt=0)
     retries: int = Field(3, ge=0, le=20)
     backoff_s: float = Field(1.0, ge=0, description="first retry delay; doubles each retry, with jitter")
+    shared_limits: bool = Field(True, description="with PREFECT_API_URL set, draw the limits from Prefect "
+                                "global concurrency limits shared by every worker (embedded models never do)")
 
     @property
     def provider(self) -> str:
@@ -76,6 +78,23 @@ class WarehouseConfig(_Strict):
     lake: str = Field("", description="lake location; default <path>/lake; may be an fsspec URL")
 
 
+class PrefectConfig(_Strict):
+    """Deployment settings (``make deploy``): the nightly schedule's timezone."""
+
+    timezone: str = Field("UTC", description="IANA timezone of the nightly-sweep cron schedule")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        import zoneinfo
+
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown timezone {value!r}; use an IANA name such as UTC or Europe/Berlin") from None
+        return value
+
+
 class SweepConfig(_Strict):
     """What a sweep runs."""
 
@@ -84,6 +103,10 @@ class SweepConfig(_Strict):
     samples: int = Field(1, ge=1, le=1000, description="repeats per item (sample_idx 0..samples-1)")
     batch_size: int = Field(1000, ge=1, le=100000)
     breaking_threshold: float = Field(0.5, gt=0, lt=1)
+    report: bool = Field(True, description="end each sweep with statistics and the HTML report")
+    bootstrap_resamples: int = Field(1000, ge=10, le=100000, description="resamples of the family bootstrap")
+    datasets: list[str] = Field(default_factory=list, description="ids of stored datasets to run too "
+                                "(from `invarbench import-families`)")
 
 
 class Config(_Strict):
@@ -91,6 +114,7 @@ class Config(_Strict):
 
     warehouse: WarehouseConfig = WarehouseConfig()
     sweep: SweepConfig = SweepConfig()
+    prefect: PrefectConfig = PrefectConfig()
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     suites: dict[str, SuiteConfig] = Field(default_factory=lambda: {"symmetry": SuiteConfig(preset="smoke", tasks=["closure"])})
 

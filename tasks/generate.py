@@ -6,9 +6,11 @@ A dataset is one task's items for one parameter set and seed; its id is the cont
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
 
 from tasks.features import feature_row
 from tasks.records import Item, canonical_json, content_hash
@@ -56,3 +58,16 @@ def item_row(item: Item, dataset: str) -> dict[str, Any]:
         **feature_row(item.prompt),
         "created_at": now_utc(),
     }
+
+
+def import_families(path: str, prompt_styles: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
+    """Item rows of an imported parallel set (geometry); the dataset id hashes the file's bytes.
+
+    Raises ImportFamiliesError (naming rows and columns) before any row is built.
+    """
+    from tasks.suites.geometry.imported import load_families
+
+    items = load_families(path, prompt_styles)
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    dataset = content_hash({"imported": digest, "prompt_styles": list(prompt_styles)})
+    return dataset, [item_row(item, dataset) for item in items]

@@ -3,8 +3,8 @@
 Every model, embedded or hosted, is called with ``litellm.acompletion``. Limits are per model:
 requests/minute and tokens/minute are spaced evenly (a request never starts sooner than
 ``60/rpm`` seconds after the previous one, so no window of any length sees more than the rate),
-and a semaphore caps requests in flight. When a Prefect API is configured, the same limits can
-be drawn from Prefect global concurrency limits shared by every worker (see ``shared_limits``).
+and a semaphore caps requests in flight. When a Prefect API is configured, the same limits are
+also drawn from Prefect global concurrency limits shared by every worker (:mod:`tasks.limits`).
 Retries back off exponentially with jitter and honour Retry-After; after the last retry the
 result is an ``error`` response, which the next sweep sends again.
 """
@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable
 
 import litellm
 
-from tasks import local_llm
+from tasks import limits, local_llm
 from tasks.config import ModelConfig
 from tasks.records import Request, Response, Route
 from tasks.store import now_utc
@@ -117,13 +117,19 @@ class Caller:
     name: str
     cfg: ModelConfig
     run_id: str
-    limiter: RateLimiter
+    limiter: RateLimiter | limits.SharedLimiter
 
     @classmethod
     def create(cls, name: str, cfg: ModelConfig, run_id: str) -> "Caller":
+        """A caller under the model's limits: shared through Prefect when configured, else in-process."""
         if cfg.provider == "local":
             local_llm.register()
-        return cls(name=name, cfg=cfg, run_id=run_id, limiter=RateLimiter(cfg))
+        limiter: RateLimiter | limits.SharedLimiter = RateLimiter(cfg)
+        if limits.uses_shared_limits(cfg):
+            specs = limits.limit_specs(name, cfg)
+            limits.check_limits(specs)  # fail the batch before sending anything, not per request
+            limiter = limits.SharedLimiter(limiter, specs)
+        return cls(name=name, cfg=cfg, run_id=run_id, limiter=limiter)
 
     def _api_key(self) -> str | None:
         if not self.cfg.api_key_env:
@@ -176,6 +182,8 @@ class Caller:
                     request, "ok", text, None, attempts, started,
                     getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None),
                 )
+            except limits.SharedLimitError:
+                raise  # our set-up, not the model's answer: never a ledger row
             except _FATAL as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 break

@@ -82,6 +82,27 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("response_ids", _str), ("created_at", _ts),
         ]
     ),
+    # Statistics written back by tasks.stats; the sql/3x views expose them.
+    "stats_bootstrap": pa.schema([
+        ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("metric", _str),
+        ("model", _str), ("suite", _str), ("task", _str), ("category", _str), ("prompt_style", _str),
+        ("variant", _str), ("variant_b", _str), ("bin", _str), ("bin_lo", _int), ("k", _int),
+        ("estimate", _f), ("estimate_a", _f), ("estimate_b", _f), ("ci_lo", _f), ("ci_hi", _f),
+        ("level", _f), ("n_families", _int), ("n_units", _int), ("n_excluded", _int),
+        ("n_scored", _int), ("n_correct", _int), ("n_wrong", _int), ("n_unparsable", _int),
+        ("n_error", _int), ("resamples", _int), ("n_valid_resamples", _int), ("seed", _int),
+    ]),
+    "stats_regression": pa.schema([
+        ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("suite", _str),
+        ("model", _str), ("fit", _str), ("formula", _str), ("reference_variant", _str),
+        ("reference_model", _str), ("term", _str), ("coef", _f), ("std_err", _f), ("z", _f),
+        ("p_value", _f), ("ci_lo", _f), ("ci_hi", _f), ("n", _int), ("n_correct", _int),
+        ("n_unparsable", _int), ("n_error", _int), ("pseudo_r2", _f), ("dropped", _str),
+        ("status", _str), ("reason", _str),
+    ]),
+    "stats_math_equivalence": pa.schema([
+        ("rule_version", _str), ("a", _str), ("b", _str), ("equivalent", pa.bool_()), ("computed_at", _ts),
+    ]),
 }
 
 

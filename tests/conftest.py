@@ -46,10 +46,13 @@ def write_config(path: Path, sections: dict) -> Path:
 
 def fake_model_config(tmp_path: Path, api_base: str, *, n_max: int = 25, name: str = "fake",
                       model_extra: dict | None = None, sweep_extra: dict | None = None) -> Path:
-    """A sweep of closure items (integers, direct) on a fake OpenAI-compatible model."""
+    """A sweep of closure items (integers, direct) on a fake OpenAI-compatible model.
+
+    The report is off: its statistics and figures are tested on their own (tests/test_report.py).
+    """
     return write_config(tmp_path / "invarbench.toml", {
         "warehouse": {"path": str(tmp_path / "wh")},
-        "sweep": {"models": [name], **(sweep_extra or {})},
+        "sweep": {"models": [name], "report": False, **(sweep_extra or {})},
         f'models."{name}"': {"model": "openai/fake-model", "api_base": api_base, "retries": 1,
                               "backoff_s": 0.05, "timeout_s": 10.0, **(model_extra or {})},
         "suites.symmetry": {"tasks": ["closure"]},

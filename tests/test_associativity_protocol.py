@@ -31,7 +31,7 @@ def scripted(wrong_segment_length: int | None):
 def config(tmp_path, api_base):
     return write_config(tmp_path / "assoc.toml", {
         "warehouse": {"path": str(tmp_path / "wh")},
-        "sweep": {"models": ["scripted"]},
+        "sweep": {"models": ["scripted"], "report": False},
         'models."scripted"': {"model": "openai/scripted", "api_base": api_base, "retries": 0},
         "suites.symmetry": {"tasks": ["associativity"]},
         "suites.symmetry.params.associativity": {"n_min": 12, "n_max": 12, "groups": ["integers"],

@@ -248,6 +248,8 @@ def test_local_model_answers_closure_through_the_flow(tmp_path):
     result = run_cli("sweep", "--config", str(cfg))
     assert result.returncode == 0, result.stderr
     assert "accuracy per task and bin" in result.stdout and str(tmp_path / "wh") in result.stdout
+    report = [line.split(None, 1)[1] for line in result.stdout.splitlines() if line.startswith("report:")]
+    assert report and report[0].endswith("report.html") and os.path.exists(report[0]), result.stdout
 
     counts = run_cli("sql", "--format", "json", "--config", str(cfg), """
         SELECT (SELECT count(*) FROM responses WHERE status = 'ok' AND model = 'local/smollm2') AS responses,

@@ -1,0 +1,509 @@
+"""The report: one self-contained HTML file, plus a PNG per figure, over the whole warehouse.
+
+:func:`build_report` first computes the statistics (:func:`tasks.stats.compute_stats`, scope
+``all``), then reads the metric views and writes ``<out_dir>/report.html`` and the figures. The
+HTML embeds every figure as a base64 PNG and its style inline: it loads nothing (no scripts, no
+fonts, no URLs), so it opens offline and can be mailed as one file. A figure without data is
+replaced by a note saying so; nothing in the report fails on an empty or tiny warehouse.
+
+Sections: accuracy against key entities per task and model (the Lissard figure); heatmaps of
+accuracy by n × variant (the symmetry figure); flip-pattern bars and the Invariance@k /
+Consistency@k table with bootstrap intervals (GeoRepEval); the attractor scatter of predicted
+against gold values; breaking points, variant gaps, McNemar tests, associativity calls; the
+logistic regressions; and the counts of errors and unparsable answers.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402  - after selecting the Agg backend
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from tasks.config import Config  # noqa: E402
+from tasks.stats import compute_stats  # noqa: E402
+from tasks.store import connect  # noqa: E402
+
+MAX_TABLE_ROWS = 200
+MAX_PANELS = 16
+COLORS = plt.get_cmap("tab10").colors
+
+
+@dataclass
+class Section:
+    """One part of the report: a title, an optional figure (PNG bytes), tables and notes."""
+
+    title: str
+    slug: str
+    notes: list[str] = field(default_factory=list)
+    png: bytes | None = None
+    tables: list[str] = field(default_factory=list)
+
+
+def default_out_dir(cfg: Config) -> Path:
+    """``<warehouse>/reports/<UTC timestamp>/``."""
+    return cfg.warehouse_path / "reports" / f"{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering helpers
+
+
+def png_bytes(fig: plt.Figure) -> bytes:
+    """The figure as PNG bytes (the figure is closed)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return ", ".join(str(v) for v in value)
+    if value is None or pd.isna(value):
+        return ""
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
+    return str(value)
+
+
+def _is_count(column: str) -> bool:
+    return column.startswith("n_") or column in ("n", "b", "c", "k", "bin_lo", "gold_value")
+
+
+def html_table(frame: pd.DataFrame, caption: str = "") -> str:
+    """An HTML table of ``frame`` (at most MAX_TABLE_ROWS rows; the rest is counted).
+
+    Count columns (``n_*``, ``b``, ``c``, ``k``) print as integers even where a SQL sum or a
+    missing value made them floats.
+    """
+    if frame.empty:
+        return f"<p class='note'>{html.escape(caption)}: no rows.</p>" if caption else ""
+    shown = frame.head(MAX_TABLE_ROWS)
+    shown = shown.astype({c: "Int64" for c in shown.columns
+                          if _is_count(str(c)) and pd.api.types.is_numeric_dtype(shown[c])})
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+        for row in shown.itertuples(index=False)
+    )
+    more = (f"<p class='note'>{len(frame) - MAX_TABLE_ROWS} more rows not shown; query the view "
+            "for all of them.</p>" if len(frame) > MAX_TABLE_ROWS else "")
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return f"<div class='scroll'><table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}"
+
+
+def interval(estimate: Any, lo: Any, hi: Any) -> str:
+    """``0.750 [0.600, 0.880]``, or blank when there is no estimate."""
+    if estimate is None or pd.isna(estimate):
+        return ""
+    if lo is None or pd.isna(lo):
+        return f"{estimate:.3f}"
+    return f"{estimate:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _grid(n: int, width: float = 4.2, height: float = 3.2) -> tuple[plt.Figure, list[plt.Axes]]:
+    cols = min(n, 4)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, layout="constrained")
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def _label(*parts: Any) -> str:
+    return " · ".join(str(p) for p in parts if p not in (None, "", "none"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures: each takes a DataFrame and returns a figure, or None when there is nothing to draw.
+
+
+def accuracy_lines(frame: pd.DataFrame, suite: str) -> plt.Figure | None:
+    """Accuracy against key-entity bins, one panel per task, one line per model (Wilson bars)."""
+    data = frame[(frame["suite"] == suite) & frame["accuracy"].notna()]
+    tasks = sorted(data["task"].unique())[:MAX_PANELS]
+    if not tasks:
+        return None
+    models = sorted(data["model"].unique())
+    fig, axes = _grid(len(tasks))
+    for ax, task in zip(axes, tasks):
+        part = data[data["task"] == task]
+        bins = part.drop_duplicates("bin").sort_values("bin_lo")["bin"].tolist()
+        position = {b: i for i, b in enumerate(bins)}
+        for j, model in enumerate(models):
+            line = part[part["model"] == model].sort_values("bin_lo")
+            if line.empty:
+                continue
+            x = [position[b] for b in line["bin"]]
+            err = np.vstack([line["accuracy"] - line["wilson_lo"], line["wilson_hi"] - line["accuracy"]])
+            ax.errorbar(x, line["accuracy"], yerr=np.clip(err, 0, None), marker="o", capsize=3,
+                        color=COLORS[j % len(COLORS)], label=model)
+        ax.set_xticks(range(len(bins)), bins, rotation=30)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(task)
+        ax.set_xlabel("key entities (bin)")
+        ax.set_ylabel("accuracy")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{suite}: accuracy against key entities (95% Wilson intervals)")
+    return fig
+
+
+def accuracy_heatmaps(frame: pd.DataFrame, model: str, suite: str) -> plt.Figure | None:
+    """Accuracy by n (columns) × variant, prompt style and category (rows), one panel per task
+    with at least two rows."""
+    data = frame[(frame["model"] == model) & (frame["suite"] == suite) & frame["accuracy"].notna()]
+    rows_per_task = data[["task", "variant", "prompt_style", "category"]].drop_duplicates().groupby("task").size()
+    tasks = [t for t in sorted(data["task"].unique()) if rows_per_task.get(t, 0) >= 2][:MAX_PANELS]
+    if not tasks:
+        return None
+    fig, axes = _grid(len(tasks), width=5.5, height=3.6)
+    image = None
+    for ax, task in zip(axes, tasks):
+        part = data[data["task"] == task]
+        part = part.assign(row=[_label(v, s, c) or "none" for v, s, c in
+                                zip(part["variant"], part["prompt_style"], part["category"])])
+        grid = part.pivot_table(index="row", columns="key_entities", values="accuracy", aggfunc="mean")
+        image = ax.imshow(grid.to_numpy(dtype=float), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns], rotation=90, fontsize=7)
+        ax.set_yticks(range(grid.shape[0]), grid.index.tolist(), fontsize=7)
+        ax.set_xlabel("n (key entities)")
+        ax.set_title(task)
+    fig.colorbar(image, ax=axes, shrink=0.8, label="accuracy")
+    fig.suptitle(f"{model} on {suite}: accuracy by n × variant")
+    return fig
+
+
+def flip_bars(frame: pd.DataFrame) -> plt.Figure | None:
+    """Share of each flip pattern per model, one panel per (suite, task, category, prompt style)."""
+    data = frame[(frame["k"] >= 2) & (frame["k"] <= 4)]
+    groups = data[["suite", "task", "category", "prompt_style"]].drop_duplicates().sort_values(
+        ["suite", "task", "category", "prompt_style"]).head(MAX_PANELS)
+    if groups.empty:
+        return None
+    fig, axes = _grid(len(groups), width=5.0, height=3.4)
+    for ax, (_, g) in zip(axes, groups.iterrows()):
+        part = data[(data["suite"] == g["suite"]) & (data["task"] == g["task"])
+                    & (data["category"] == g["category"]) & (data["prompt_style"] == g["prompt_style"])]
+        patterns = part.sort_values(["n_not_correct", "pattern"])["pattern"].drop_duplicates().tolist()
+        models = sorted(part["model"].unique())
+        width = 0.8 / len(models)
+        for j, model in enumerate(models):
+            shares = part[part["model"] == model].set_index("pattern")["share"].reindex(patterns).fillna(0)
+            ax.bar(np.arange(len(patterns)) + j * width, shares, width, label=model, color=COLORS[j % len(COLORS)])
+        ax.set_xticks(np.arange(len(patterns)) + 0.4 - width / 2, patterns, rotation=90, fontsize=7)
+        ax.set_ylim(0, 1)
+        variants = part["variants"].iloc[0]
+        ax.set_title(f"{_label(g['suite'], g['task'], g['category'], g['prompt_style'])}\n"
+                     f"order: {', '.join(variants)}", fontsize=8)
+        ax.set_ylabel("share of complete families")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Flip patterns (C correct, W not correct, one letter per variant in order)")
+    return fig
+
+
+def invariance_bars(frame: pd.DataFrame) -> plt.Figure | None:
+    """Invariance@k and Consistency@k with bootstrap intervals, one bar pair per group and model."""
+    data = frame[frame["invariance"].notna()].head(40)
+    if data.empty:
+        return None
+    labels = [_label(r.model, r.suite, r.task, r.category, r.prompt_style, f"k={r.k}") for r in data.itertuples()]
+    y = np.arange(len(data))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(data) + 1.5), layout="constrained")
+    for offset, metric, color in ((-0.2, "invariance", COLORS[0]), (0.2, "consistency", COLORS[1])):
+        est = data[metric].to_numpy(dtype=float)
+        lo = data[f"{metric}_lo"].to_numpy(dtype=float)
+        hi = data[f"{metric}_hi"].to_numpy(dtype=float)
+        err = np.vstack([np.nan_to_num(est - lo), np.nan_to_num(hi - est)])
+        ax.barh(y + offset, est, 0.4, xerr=np.clip(err, 0, None), capsize=3, color=color, label=f"{metric}@k")
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_xlim(0, 1.05)
+    ax.invert_yaxis()
+    ax.legend(fontsize=8)
+    ax.set_title("Invariance@k and Consistency@k (family bootstrap 95% intervals)")
+    return fig
+
+
+def attractor_scatter(frame: pd.DataFrame) -> tuple[plt.Figure | None, int]:
+    """Predicted against gold values, point area by share, one panel per model and task.
+
+    Returns the figure and the number of (gold, predicted) points left out as off-scale: a
+    predicted value beyond ten times the largest gold of the panel, or beyond 64-bit integers.
+    """
+    data = frame[frame["gold_value"].notna()].astype({"gold_value": float, "predicted_value": float})
+    panels = data[["model", "suite", "task"]].drop_duplicates().sort_values(["model", "suite", "task"]).head(MAX_PANELS)
+    if panels.empty:
+        return None, 0
+    fig, axes = _grid(len(panels))
+    off_scale = 0
+    for ax, (_, p) in zip(axes, panels.iterrows()):
+        part = data[(data["model"] == p["model"]) & (data["suite"] == p["suite"]) & (data["task"] == p["task"])]
+        limit = 10 * max(1.0, part["gold_value"].abs().max())
+        shown = part[part["predicted_value"].abs() <= limit]
+        off_scale += len(part) - len(shown)
+        colors = [COLORS[2] if correct else COLORS[3] for correct in shown["is_gold"]]
+        ax.scatter(shown["gold_value"], shown["predicted_value"], s=20 + 200 * shown["share"], c=colors, alpha=0.7)
+        values = pd.concat([part["gold_value"], shown["predicted_value"]])
+        lo, hi = min(values.min(), 0.0), max(values.max(), 1.0)
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
+        for attractor in (50, 100):
+            if lo <= attractor <= hi:
+                ax.axhline(attractor, color="grey", ls=":", lw=0.8)
+        ax.set_title(_label(p["model"], p["task"]), fontsize=9)
+        ax.set_xlabel("gold")
+        ax.set_ylabel("predicted")
+    fig.suptitle("Attractors: predicted against gold (green correct, red wrong; area ∝ share; dotted: 50, 100)")
+    return fig, off_scale
+
+
+def outcome_bars(frame: pd.DataFrame) -> plt.Figure | None:
+    """Stacked counts of correct, wrong, unparsable and error per model and suite."""
+    if frame.empty:
+        return None
+    totals = frame.groupby(["model", "suite"], as_index=False)[["n_correct", "n_wrong", "n_unparsable", "n_error"]].sum()
+    labels = [_label(r.model, r.suite) for r in totals.itertuples()]
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(totals) + 1.5), layout="constrained")
+    left = np.zeros(len(totals))
+    for column, color in zip(("n_correct", "n_wrong", "n_unparsable", "n_error"), (COLORS[2], COLORS[3], COLORS[1], COLORS[7])):
+        values = totals[column].to_numpy(dtype=float)
+        ax.barh(labels, values, left=left, color=color, label=column.removeprefix("n_"))
+        left += values
+    ax.invert_yaxis()
+    ax.legend(fontsize=8)
+    ax.set_xlabel("trials")
+    ax.set_title("Outcomes per model and suite (errors are never counted as wrong)")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+
+
+def _df(con, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+    return con.execute(sql, params or []).df()
+
+
+def load(con, threshold: float) -> dict[str, pd.DataFrame]:
+    """Every frame the report draws from, read from the metric views."""
+    counts = """count(*) FILTER (WHERE status <> 'error') AS n_scored,
+                count(*) FILTER (WHERE status = 'correct') AS n_correct,
+                count(*) FILTER (WHERE status = 'wrong') AS n_wrong,
+                count(*) FILTER (WHERE status = 'unparsable') AS n_unparsable,
+                count(*) FILTER (WHERE status = 'error') AS n_error"""
+    frames = {
+        "by_bin": _df(con, f"""
+            SELECT *, CASE WHEN n_scored > 0 THEN n_correct / n_scored END AS accuracy,
+                   wilson_lo(n_correct, n_scored) AS wilson_lo, wilson_hi(n_correct, n_scored) AS wilson_hi
+            FROM (SELECT model, suite, task, bin, min(bin_lo) AS bin_lo, {counts}
+                  FROM trial_scores GROUP BY model, suite, task, bin)"""),
+        "by_n": _df(con, "SELECT * FROM accuracy_by_n"),
+        "outcomes": _df(con, f"SELECT model, suite, task, {counts} FROM trial_scores GROUP BY ALL ORDER BY ALL"),
+        "flips": _df(con, "SELECT * FROM flip_patterns"),
+        "invariance": _df(con, "SELECT * FROM invariance"),
+        "intervals": _df(con, "SELECT * FROM bootstrap_intervals WHERE scope = 'all'"),
+        "attractor_counts": _df(con, "SELECT * FROM attractor_counts"),
+        "attractors": _df(con, """SELECT model, suite, task, category, prompt_style, gold, n_scored, n_correct,
+                                         n_wrong, n_unparsable, n_error, accuracy, top_wrong, top_wrong_share,
+                                         n_50, share_50, n_100, share_100
+                                  FROM attractors"""),
+        "breaking": _df(con, "SELECT * FROM breaking_points(threshold := ?)", [threshold]),
+        "mcnemar": _df(con, "SELECT * FROM mcnemar_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
+        "model_pairs": _df(con, "SELECT * FROM model_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
+        "associativity": _df(con, "SELECT * FROM associativity_calls"),
+        "regression": _df(con, "SELECT * FROM logistic_regression WHERE scope = 'all'"),
+        "lenient": _df(con, "SELECT * FROM lenient_accuracy_by_bin"),
+    }
+    return frames
+
+
+def invariance_table(invariance: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
+    """The invariance view joined with the bootstrap intervals of Invariance@k and Consistency@k."""
+    if invariance.empty:
+        return pd.DataFrame()
+    keys = ["model", "suite", "task", "category", "prompt_style", "k"]
+    table = invariance.assign(variants_key=[",".join(v) for v in invariance["variants"]])
+    for metric in ("invariance", "consistency"):
+        part = intervals[intervals["metric"] == metric][keys + ["variant", "estimate", "ci_lo", "ci_hi"]]
+        part = part.rename(columns={"variant": "variants_key", "estimate": metric, "ci_lo": f"{metric}_lo",
+                                    "ci_hi": f"{metric}_hi"})
+        table = table.merge(part, on=keys + ["variants_key"], how="left")
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# Sections
+
+
+def _figure_section(title: str, slug: str, figure: plt.Figure | None, empty_note: str) -> Section:
+    section = Section(title, slug)
+    if figure is None:
+        section.notes.append(empty_note)
+    else:
+        section.png = png_bytes(figure)
+    return section
+
+
+def sections(frames: dict[str, pd.DataFrame], threshold: float) -> list[Section]:
+    """The report's sections, in order."""
+    out: list[Section] = []
+    by_bin = frames["by_bin"]
+    suites = sorted(by_bin["suite"].unique())
+    for suite in suites or ["(none)"]:
+        out.append(_figure_section(
+            f"Accuracy against key entities: {suite}", f"accuracy_{suite}",
+            accuracy_lines(by_bin, suite) if suites else None, "No scored trials yet."))
+    breaking = frames["breaking"]
+    out[-1].tables.append(html_table(breaking, f"Breaking point: first bin with accuracy below {threshold}"))
+    if not frames["lenient"].empty:
+        out[-1].tables.append(html_table(frames["lenient"], "Lenient (order-insensitive) score next to exact match"))
+
+    by_n = frames["by_n"]
+    pairs = by_n[["model", "suite"]].drop_duplicates().sort_values(["model", "suite"]).itertuples(index=False)
+    heatmaps = [(m, s, accuracy_heatmaps(by_n, m, s)) for m, s in pairs]
+    heatmaps = [h for h in heatmaps if h[2] is not None]
+    if not heatmaps:
+        out.append(_figure_section("Accuracy by n × variant", "heatmap", None,
+                                   "No task has two variants or prompt styles with scored trials."))
+    for model, suite, figure in heatmaps:
+        out.append(_figure_section(f"Accuracy by n × variant: {model} on {suite}",
+                                   f"heatmap_{model}_{suite}", figure, ""))
+
+    table = invariance_table(frames["invariance"], frames["intervals"])
+    section = _figure_section("Flip patterns", "flip_patterns", flip_bars(frames["flips"]),
+                              "No family with two to four variants has a complete set of scored answers.")
+    out.append(section)
+    section = _figure_section("Invariance@k and Consistency@k", "invariance",
+                              invariance_bars(table) if not table.empty else None,
+                              "No complete family yet (every variant scored).")
+    if not table.empty:
+        shown = table.assign(
+            variants=[", ".join(v) for v in table["variants"]],
+            **{"Invariance@k [95% CI]": [interval(*v) for v in zip(table["invariance"], table["invariance_lo"], table["invariance_hi"])],
+               "Consistency@k [95% CI]": [interval(*v) for v in zip(table["consistency"], table["consistency_lo"], table["consistency_hi"])]},
+        )[["model", "suite", "task", "category", "prompt_style", "k", "variants", "n_complete", "n_excluded",
+           "n_families", "Invariance@k [95% CI]", "Consistency@k [95% CI]", "n_scored", "n_wrong", "n_unparsable", "n_error"]]
+        section.tables.append(html_table(shown, "Only complete families count; n_excluded lacked a scored answer on some variant"))
+    gaps = frames["intervals"][frames["intervals"]["metric"] == "gap"]
+    if not gaps.empty:
+        gaps = gaps.assign(gap=[interval(*v) for v in zip(gaps["estimate"], gaps["ci_lo"], gaps["ci_hi"])])[
+            ["model", "suite", "task", "prompt_style", "variant", "variant_b", "estimate_a", "estimate_b", "gap",
+             "n_families", "n_scored", "n_wrong", "n_unparsable", "n_error"]]
+        section.tables.append(html_table(gaps, "Accuracy gap between variants (variant − variant_b) with family bootstrap 95% intervals"))
+    section.tables.append(html_table(frames["mcnemar"], "McNemar tests between variants (exact, Holm-adjusted per task)"))
+    section.tables.append(html_table(frames["model_pairs"], "McNemar tests between models on the same trials"))
+    out.append(section)
+
+    figure, off_scale = attractor_scatter(frames["attractor_counts"])
+    section = _figure_section("Attractors: predicted against gold", "attractors", figure,
+                              "No parsed integer answers yet.")
+    if off_scale:
+        section.notes.append(f"{off_scale} (gold, predicted) points beyond ten times the largest gold are not drawn.")
+    section.tables.append(html_table(frames["attractors"], "Per gold value: most frequent wrong answer and the shares of 50 and 100"))
+    if not frames["associativity"].empty:
+        section.tables.append(html_table(frames["associativity"], "Associativity: accuracy of each call, of the item, and of the closure baseline"))
+    out.append(section)
+
+    regression = frames["regression"]
+    section = Section("Logistic regression: correct ~ C(variant) + n_tokens + symbol_density + n_numbers", "regression")
+    if regression.empty:
+        section.notes.append("No regression computed yet.")
+    else:
+        section.tables.append(html_table(regression[[
+            "suite", "model", "fit", "term", "coef", "std_err", "z", "p_value", "ci_lo", "ci_hi", "n", "n_correct",
+            "n_unparsable", "n_error", "reference_variant", "reference_model", "dropped", "status", "reason"]],
+            "Per model and pooled with model fixed effects; skipped fits give their reason"))
+    out.append(section)
+
+    section = _figure_section("Errors and unparsable answers", "outcomes", outcome_bars(frames["outcomes"]),
+                              "No scored trials yet.")
+    section.tables.append(html_table(frames["outcomes"], "Counts per model, suite and task"))
+    out.append(section)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1400px; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+img { max-width: 100%; border: 1px solid #eee; }
+table { border-collapse: collapse; font-size: 0.8em; margin: 0.8em 0; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
+th { background: #f3f3f3; } caption { text-align: left; font-weight: bold; padding: 4px 0; }
+.scroll { overflow-x: auto; } .note { color: #666; font-style: italic; }
+"""
+
+
+def slugify(text: str) -> str:
+    """A file-name-safe form of ``text``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "figure"
+
+
+def render_html(parts: list[Section], meta: dict[str, str]) -> str:
+    """The whole self-contained page."""
+    toc = "".join(f"<li><a href='#{html.escape(p.slug)}'>{html.escape(p.title)}</a></li>" for p in parts)
+    body = []
+    for p in parts:
+        body.append(f"<h2 id='{html.escape(p.slug)}'>{html.escape(p.title)}</h2>")
+        body += [f"<p class='note'>{html.escape(n)}</p>" for n in p.notes]
+        if p.png:
+            data = base64.b64encode(p.png).decode("ascii")
+            body.append(f"<img alt='{html.escape(p.title)}' src='data:image/png;base64,{data}'>")
+        body += p.tables
+    info = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in meta.items())
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>invarbench report</title>"
+            f"<style>{_STYLE}</style></head><body><h1>invarbench report</h1><ul>{info}</ul>"
+            f"<h2>Contents</h2><ol>{toc}</ol>{''.join(body)}</body></html>")
+
+
+def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000,
+                 progress: Callable[[str], None] | None = None) -> Path:
+    """Compute the statistics, then write ``report.html`` and one PNG per figure; returns the HTML path.
+
+    ``out_dir`` defaults to ``<warehouse>/reports/<timestamp>/``. The bootstrap uses
+    ``cfg.sweep.seed`` and ``resamples``; breaking points use ``cfg.sweep.breaking_threshold``.
+    """
+    out = Path(out_dir) if out_dir else default_out_dir(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    lake = cfg.lake_path
+    threshold = cfg.sweep.breaking_threshold
+    if progress:
+        progress("computing statistics")
+    summary = compute_stats(lake, resamples=resamples, seed=cfg.sweep.seed)
+    con = connect(lake)
+    try:
+        frames = load(con, threshold)
+    finally:
+        con.close()
+    if progress:
+        progress("drawing figures")
+    parts = sections(frames, threshold)
+    for p in parts:
+        if p.png:
+            (out / f"{slugify(p.slug)}.png").write_bytes(p.png)
+    meta = {
+        "generated (UTC)": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M:%S}",
+        "warehouse": str(cfg.warehouse_path),
+        "scope": "every stored score (latest parser and scorer versions)",
+        "bootstrap": f"{resamples} family resamples, seed {cfg.sweep.seed}, computation {summary['computation_id']}",
+    }
+    target = out / "report.html"
+    tmp = out / ".report.html.tmp"
+    tmp.write_text(render_html(parts, meta), encoding="utf-8")
+    tmp.replace(target)
+    return target

@@ -1,0 +1,33 @@
+-- Staging for the tables written by tasks/stats.py (compute_stats): bootstrap intervals,
+-- logistic regressions and the cache of symbolic equality between math answers.
+-- Each compute_stats call is one computation (computation_id) over one scope: 'all' (every
+-- stored score) or a run id. The unprefixed views keep the latest computation per scope.
+
+CREATE OR REPLACE VIEW raw_stats_bootstrap AS
+SELECT * FROM read_parquet('{{lake}}/stats_bootstrap/**/*.parquet', hive_partitioning = true, union_by_name = true);
+
+CREATE OR REPLACE VIEW raw_stats_regression AS
+SELECT * FROM read_parquet('{{lake}}/stats_regression/**/*.parquet', hive_partitioning = true, union_by_name = true);
+
+CREATE OR REPLACE VIEW raw_stats_math_equivalence AS
+SELECT * FROM read_parquet('{{lake}}/stats_math_equivalence/**/*.parquet', hive_partitioning = true, union_by_name = true);
+
+-- Family-clustered percentile bootstrap intervals (metric: accuracy, gap, invariance,
+-- consistency) of the latest computation per scope.
+CREATE OR REPLACE VIEW bootstrap_intervals AS
+SELECT * EXCLUDE (day) FROM raw_stats_bootstrap
+QUALIFY computation_id = first_value(computation_id) OVER (PARTITION BY scope ORDER BY computed_at DESC);
+
+-- Logistic regressions (per model and pooled with model fixed effects, per suite) of the latest
+-- computation per scope; a regression that could not be fitted is one row with status 'skipped'
+-- and its reason.
+CREATE OR REPLACE VIEW logistic_regression AS
+SELECT * EXCLUDE (day) FROM raw_stats_regression
+QUALIFY computation_id = first_value(computation_id) OVER (PARTITION BY scope ORDER BY computed_at DESC);
+
+-- tasks.parse.math.equivalent(a, b) for pairs of canonical math answers (a < b), per matching
+-- rule version: consistency of math answers in SQL reads it (equivalence is not string equality:
+-- 3/2 = 1.5). A pair is computed once; the rule is a pure function of the two strings.
+CREATE OR REPLACE VIEW math_equivalence AS
+SELECT rule_version, a, b, equivalent FROM raw_stats_math_equivalence
+QUALIFY row_number() OVER (PARTITION BY rule_version, a, b ORDER BY computed_at DESC) = 1;

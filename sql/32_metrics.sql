@@ -1,0 +1,331 @@
+-- Marts: the metric views of SPEC §5 over the latest scores of every run.
+-- Conventions everywhere: n_scored = correct + wrong + unparsable; accuracy = n_correct /
+-- n_scored; errors are counted apart (n_error) and never folded into wrong; unparsable answers
+-- are scored and not correct. Parameterised metrics are table macros (breaking_points,
+-- invariance_over, flip_patterns_over), each with a view that calls it with its defaults.
+
+-- Accuracy per (model, suite, task, category, variant, prompt style, key entities n) with a
+-- Wilson 95% interval: the symmetry paper's accuracy-by-n, for any suite.
+CREATE OR REPLACE VIEW accuracy_by_n AS
+WITH counts AS (
+    SELECT
+        model, suite, task, category, variant, prompt_style, key_entities, bin,
+        count(*) FILTER (WHERE status <> 'error') AS n_scored,
+        count(*) FILTER (WHERE status = 'correct') AS n_correct,
+        count(*) FILTER (WHERE status = 'wrong') AS n_wrong,
+        count(*) FILTER (WHERE status = 'unparsable') AS n_unparsable,
+        count(*) FILTER (WHERE status = 'error') AS n_error
+    FROM trial_scores
+    GROUP BY ALL
+)
+SELECT *,
+    CASE WHEN n_scored > 0 THEN n_correct / n_scored END AS accuracy,
+    wilson_lo(n_correct, n_scored) AS wilson_lo,
+    wilson_hi(n_correct, n_scored) AS wilson_hi
+FROM counts
+ORDER BY model, suite, task, category, variant, prompt_style, key_entities;
+
+-- accuracy_by_bin plus the separately labelled lenient score (lenient_correct, e.g.
+-- list_intersection's order-insensitive set match), for tasks whose parser defines one.
+CREATE OR REPLACE VIEW lenient_accuracy_by_bin AS
+WITH counts AS (
+    SELECT
+        model, suite, task, variant, prompt_style, bin, min(bin_lo) AS bin_lo,
+        count(*) FILTER (WHERE status <> 'error') AS n_scored,
+        count(*) FILTER (WHERE status = 'correct') AS n_correct,
+        count(*) FILTER (WHERE status = 'wrong') AS n_wrong,
+        count(*) FILTER (WHERE status = 'unparsable') AS n_unparsable,
+        count(*) FILTER (WHERE status = 'error') AS n_error,
+        count(*) FILTER (WHERE lenient_correct) AS n_lenient_correct,
+        count(lenient_correct) AS n_lenient_scored
+    FROM trial_scores
+    GROUP BY model, suite, task, variant, prompt_style, bin
+)
+SELECT * EXCLUDE (n_lenient_scored),
+    CASE WHEN n_scored > 0 THEN n_correct / n_scored END AS accuracy,
+    CASE WHEN n_scored > 0 THEN n_lenient_correct / n_scored END AS lenient_accuracy
+FROM counts
+WHERE n_lenient_scored > 0
+ORDER BY model, suite, task, variant, prompt_style, bin_lo;
+
+-- Breaking point per (model, suite, task, variant, prompt style): the first bin (by bin_lo) whose
+-- accuracy is below `threshold`; NULL breaking_bin when no tested bin is below it. Bins with no
+-- scored trial (only errors) have no accuracy and never break. Counts are over all bins; the
+-- breaking_* columns describe the breaking bin. The threshold is a parameter: the view uses the
+-- default 0.5; `SELECT * FROM breaking_points(0.7)` (or the configured sweep.breaking_threshold,
+-- as the report does) uses another.
+CREATE OR REPLACE MACRO breaking_points(threshold := 0.5) AS TABLE
+WITH per_task AS (
+    SELECT model, suite, task, variant, prompt_style,
+           count(*) AS n_bins,
+           CAST(sum(n_scored) AS BIGINT) AS n_scored, CAST(sum(n_correct) AS BIGINT) AS n_correct,
+           CAST(sum(n_wrong) AS BIGINT) AS n_wrong, CAST(sum(n_unparsable) AS BIGINT) AS n_unparsable,
+           CAST(sum(n_error) AS BIGINT) AS n_error
+    FROM accuracy_by_bin
+    GROUP BY ALL
+),
+first_break AS (
+    SELECT model, suite, task, variant, prompt_style, bin, bin_lo, accuracy, n_scored
+    FROM accuracy_by_bin
+    WHERE accuracy < threshold
+    QUALIFY row_number() OVER (PARTITION BY model, suite, task, variant, prompt_style ORDER BY bin_lo) = 1
+)
+SELECT
+    t.model, t.suite, t.task, t.variant, t.prompt_style, CAST(threshold AS DOUBLE) AS threshold,
+    b.bin AS breaking_bin, b.bin_lo AS breaking_bin_lo, b.accuracy AS breaking_accuracy,
+    b.n_scored AS breaking_n_scored,
+    t.n_bins, t.n_scored, t.n_correct, t.n_wrong, t.n_unparsable, t.n_error
+FROM per_task t
+LEFT JOIN first_break b USING (model, suite, task, variant, prompt_style)
+ORDER BY t.model, t.suite, t.task, t.variant, t.prompt_style;
+
+CREATE OR REPLACE VIEW breaking_point AS
+SELECT * FROM breaking_points();
+
+-- Invariance@k and Consistency@k per (model, suite, task, category, prompt style) over a variant
+-- set V of size k (family_units_over: V = variant_list, else every variant present). Only
+-- complete units (a scored answer on every variant of V) count: invariance_at_k = share of them
+-- correct on all k variants; consistency_at_k = share whose k canonical parsed answers are all
+-- equal (math: symbolic equality, NULL while n_consistency_pending > 0, i.e. until compute_stats
+-- has evaluated the math pairs). Units are (family, seed, sample): repeats are pooled;
+-- n_families counts distinct families. n_excluded counts incomplete units (n_excluded_error of
+-- them because of an error). Trial counts (n_scored ...) are over complete units, n_error over
+-- all. pool_tasks := true pools the tasks and categories of a suite that share one variant list
+-- (task and category read '(all)'), as GeoRepEval reports one row per model; for_run := '<run id>'
+-- restricts to one run's trials.
+CREATE OR REPLACE MACRO invariance_over(variant_list := NULL, pool_tasks := false, for_run := NULL) AS TABLE
+SELECT
+    model, suite,
+    CASE WHEN pool_tasks THEN '(all)' ELSE task END AS task,
+    CASE WHEN pool_tasks THEN '(all)' ELSE category END AS category,
+    prompt_style, k, variants,
+    count(*) AS n_units,
+    count(*) FILTER (WHERE complete) AS n_complete,
+    count(*) FILTER (WHERE NOT complete) AS n_excluded,
+    count(*) FILTER (WHERE NOT complete AND n_error > 0) AS n_excluded_error,
+    count(DISTINCT family_id) FILTER (WHERE complete) AS n_families,
+    CAST(coalesce(sum(n_scored) FILTER (WHERE complete), 0) AS BIGINT) AS n_scored,
+    CAST(coalesce(sum(n_correct) FILTER (WHERE complete), 0) AS BIGINT) AS n_correct,
+    CAST(coalesce(sum(n_wrong) FILTER (WHERE complete), 0) AS BIGINT) AS n_wrong,
+    CAST(coalesce(sum(n_unparsable) FILTER (WHERE complete), 0) AS BIGINT) AS n_unparsable,
+    CAST(sum(n_error) AS BIGINT) AS n_error,
+    count(*) FILTER (WHERE invariant) AS n_invariant,
+    count(*) FILTER (WHERE consistent) AS n_consistent,
+    count(*) FILTER (WHERE complete AND consistent IS NULL) AS n_consistency_pending,
+    CASE WHEN count(*) FILTER (WHERE complete) > 0
+         THEN count(*) FILTER (WHERE invariant) / count(*) FILTER (WHERE complete) END AS invariance_at_k,
+    CASE WHEN count(*) FILTER (WHERE complete) > 0 AND count(*) FILTER (WHERE complete AND consistent IS NULL) = 0
+         THEN count(*) FILTER (WHERE consistent) / count(*) FILTER (WHERE complete) END AS consistency_at_k
+FROM family_units_over(variant_list := variant_list, for_run := for_run)
+GROUP BY ALL
+ORDER BY model, suite, task, category, prompt_style, k;
+
+CREATE OR REPLACE VIEW invariance AS
+SELECT * FROM invariance_over();
+
+CREATE OR REPLACE VIEW invariance_by_suite AS
+SELECT * FROM invariance_over(pool_tasks := true);
+
+-- Flip patterns over an ordered variant set (family_units_over; geometry: euclid, coord, vector
+-- gives CCC ... WWW): per group, the number and share of complete units with each pattern
+-- (C correct, W not correct), n_with_unparsable of them with an unparsable answer. For k <= 4
+-- every pattern is listed, absent ones with n = 0. Ordered by the number of W, then pattern.
+CREATE OR REPLACE MACRO flip_patterns_over(variant_list := NULL, pool_tasks := false, for_run := NULL) AS TABLE
+WITH units AS (
+    SELECT * REPLACE (
+        CASE WHEN pool_tasks THEN '(all)' ELSE task END AS task,
+        CASE WHEN pool_tasks THEN '(all)' ELSE category END AS category)
+    FROM family_units_over(variant_list := variant_list, for_run := for_run)
+),
+groups AS (
+    SELECT model, suite, task, category, prompt_style, k, variants,
+           count(*) FILTER (WHERE complete) AS n_complete,
+           count(*) FILTER (WHERE NOT complete) AS n_excluded,
+           CAST(sum(n_error) AS BIGINT) AS n_error
+    FROM units
+    GROUP BY ALL
+),
+observed AS (
+    SELECT model, suite, task, category, prompt_style, variants, pattern,
+           count(*) AS n, count(*) FILTER (WHERE n_unparsable > 0) AS n_with_unparsable
+    FROM units
+    WHERE complete
+    GROUP BY ALL
+),
+enumerated AS (
+    SELECT model, suite, task, category, prompt_style, variants,
+           array_to_string(list_transform(range(k), lambda i: CASE WHEN (p >> (k - 1 - i)) & 1 = 0 THEN 'C' ELSE 'W' END), '') AS pattern
+    FROM (SELECT *, unnest(range(1 << k)) AS p FROM groups WHERE k <= 4)
+),
+patterns AS (
+    SELECT model, suite, task, category, prompt_style, variants, pattern FROM enumerated
+    UNION
+    SELECT model, suite, task, category, prompt_style, variants, pattern FROM observed
+)
+SELECT
+    g.model, g.suite, g.task, g.category, g.prompt_style, g.k, g.variants, pt.pattern,
+    length(pt.pattern) - length(replace(pt.pattern, 'W', '')) AS n_not_correct,
+    coalesce(o.n, 0) AS n,
+    coalesce(o.n, 0) / g.n_complete AS share,
+    coalesce(o.n_with_unparsable, 0) AS n_with_unparsable,
+    g.n_complete, g.n_excluded, g.n_error
+FROM groups g
+JOIN patterns pt USING (model, suite, task, category, prompt_style, variants)
+LEFT JOIN observed o USING (model, suite, task, category, prompt_style, variants, pattern)
+WHERE g.n_complete > 0
+ORDER BY g.model, g.suite, g.task, g.category, g.prompt_style, n_not_correct, pt.pattern;
+
+CREATE OR REPLACE VIEW flip_patterns AS
+SELECT * FROM flip_patterns_over();
+
+CREATE OR REPLACE VIEW flip_patterns_by_suite AS
+SELECT * FROM flip_patterns_over(pool_tasks := true);
+
+-- McNemar test for each pair of variants of a (model, suite, task, category, prompt style),
+-- paired within family units (family, seed, sample) where both answers are scored: b = units
+-- correct on variant_a only, c = correct on variant_b only; exact two-sided binomial p-value and
+-- Holm's adjustment over the n_tests variant pairs of the same (model, suite, task, category,
+-- prompt style). n_error counts units left out because either answer is an error.
+CREATE OR REPLACE VIEW mcnemar_pairs AS
+WITH pairs AS (
+    SELECT
+        model, suite, task, category, prompt_style, variant_a, variant_b,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error') AS n_pairs,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND correct_b) AS n_both_correct,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND NOT correct_b) AS b,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND correct_b) AS c,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND NOT correct_b) AS n_both_not_correct,
+        count(*) FILTER (WHERE status_a = 'wrong' AND status_b <> 'error') AS n_wrong_a,
+        count(*) FILTER (WHERE status_b = 'wrong' AND status_a <> 'error') AS n_wrong_b,
+        count(*) FILTER (WHERE status_a = 'unparsable' AND status_b <> 'error') AS n_unparsable_a,
+        count(*) FILTER (WHERE status_b = 'unparsable' AND status_a <> 'error') AS n_unparsable_b,
+        count(*) FILTER (WHERE status_a = 'error' OR status_b = 'error') AS n_error
+    FROM family_answer_pairs
+    GROUP BY ALL
+),
+ranked AS (
+    SELECT *,
+        mcnemar_exact_p(b, c) AS p_value,
+        row_number() OVER fam AS holm_rank,
+        count(*) OVER (PARTITION BY model, suite, task, category, prompt_style) AS n_tests
+    FROM pairs
+    WINDOW fam AS (PARTITION BY model, suite, task, category, prompt_style
+                   ORDER BY mcnemar_exact_p(b, c), variant_a, variant_b)
+)
+SELECT
+    model, suite, task, category, prompt_style, variant_a, variant_b, n_pairs,
+    CASE WHEN n_pairs > 0 THEN (n_both_correct + b) / n_pairs END AS accuracy_a,
+    CASE WHEN n_pairs > 0 THEN (n_both_correct + c) / n_pairs END AS accuracy_b,
+    n_both_correct, b, c, n_both_not_correct, n_wrong_a, n_wrong_b, n_unparsable_a, n_unparsable_b, n_error,
+    p_value,
+    least(1.0, max((n_tests - holm_rank + 1) * p_value) OVER (
+        PARTITION BY model, suite, task, category, prompt_style ORDER BY holm_rank
+        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS p_holm,
+    n_tests
+FROM ranked
+ORDER BY model, suite, task, category, prompt_style, variant_a, variant_b;
+
+-- McNemar test for each pair of models on the same trials (same item and sample), per (suite,
+-- task, category, prompt style), all variants together: b = correct for model_a only, c = for
+-- model_b only; Holm's adjustment over the model pairs of the same (suite, task, category,
+-- prompt style).
+CREATE OR REPLACE VIEW model_pairs AS
+WITH matched AS (
+    SELECT a.suite, a.task, a.category, a.prompt_style, a.model AS model_a, b.model AS model_b,
+           a.status AS status_a, b.status AS status_b, a.is_correct AS correct_a, b.is_correct AS correct_b
+    FROM family_trials a
+    JOIN family_trials b ON a.item_id = b.item_id AND a.sample_idx = b.sample_idx AND a.model < b.model
+),
+pairs AS (
+    SELECT
+        suite, task, category, prompt_style, model_a, model_b,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error') AS n_pairs,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND correct_b) AS n_both_correct,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND NOT correct_b) AS b,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND correct_b) AS c,
+        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND NOT correct_b) AS n_both_not_correct,
+        count(*) FILTER (WHERE status_a = 'wrong' AND status_b <> 'error') AS n_wrong_a,
+        count(*) FILTER (WHERE status_b = 'wrong' AND status_a <> 'error') AS n_wrong_b,
+        count(*) FILTER (WHERE status_a = 'unparsable' AND status_b <> 'error') AS n_unparsable_a,
+        count(*) FILTER (WHERE status_b = 'unparsable' AND status_a <> 'error') AS n_unparsable_b,
+        count(*) FILTER (WHERE status_a = 'error' OR status_b = 'error') AS n_error
+    FROM matched
+    GROUP BY ALL
+),
+ranked AS (
+    SELECT *,
+        mcnemar_exact_p(b, c) AS p_value,
+        row_number() OVER fam AS holm_rank,
+        count(*) OVER (PARTITION BY suite, task, category, prompt_style) AS n_tests
+    FROM pairs
+    WINDOW fam AS (PARTITION BY suite, task, category, prompt_style ORDER BY mcnemar_exact_p(b, c), model_a, model_b)
+)
+SELECT
+    suite, task, category, prompt_style, model_a, model_b, n_pairs,
+    CASE WHEN n_pairs > 0 THEN (n_both_correct + b) / n_pairs END AS accuracy_a,
+    CASE WHEN n_pairs > 0 THEN (n_both_correct + c) / n_pairs END AS accuracy_b,
+    n_both_correct, b, c, n_both_not_correct, n_wrong_a, n_wrong_b, n_unparsable_a, n_unparsable_b, n_error,
+    p_value,
+    least(1.0, max((n_tests - holm_rank + 1) * p_value) OVER (
+        PARTITION BY suite, task, category, prompt_style ORDER BY holm_rank
+        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS p_holm,
+    n_tests
+FROM ranked
+ORDER BY suite, task, category, prompt_style, model_a, model_b;
+
+-- Linear probability fits of correctness (1 correct, 0 wrong or unparsable; errors left out) on
+-- each surface feature alone, per model and suite, for ad-hoc looks: slope, intercept and R².
+-- The inferential version is the logistic regression of tasks/stats.py (logistic_regression).
+CREATE OR REPLACE VIEW surface_regression_linear AS
+WITH scored AS (
+    SELECT model, suite, status, n_tokens, symbol_density, n_numbers,
+           CASE WHEN status = 'correct' THEN 1.0 ELSE 0.0 END AS y
+    FROM trial_scores
+)
+SELECT
+    model, suite,
+    count(*) FILTER (WHERE status <> 'error') AS n_scored,
+    count(*) FILTER (WHERE status = 'correct') AS n_correct,
+    count(*) FILTER (WHERE status = 'wrong') AS n_wrong,
+    count(*) FILTER (WHERE status = 'unparsable') AS n_unparsable,
+    count(*) FILTER (WHERE status = 'error') AS n_error,
+    regr_slope(y, n_tokens) FILTER (WHERE status <> 'error') AS slope_n_tokens,
+    regr_intercept(y, n_tokens) FILTER (WHERE status <> 'error') AS intercept_n_tokens,
+    regr_r2(y, n_tokens) FILTER (WHERE status <> 'error') AS r2_n_tokens,
+    regr_slope(y, symbol_density) FILTER (WHERE status <> 'error') AS slope_symbol_density,
+    regr_intercept(y, symbol_density) FILTER (WHERE status <> 'error') AS intercept_symbol_density,
+    regr_r2(y, symbol_density) FILTER (WHERE status <> 'error') AS r2_symbol_density,
+    regr_slope(y, n_numbers) FILTER (WHERE status <> 'error') AS slope_n_numbers,
+    regr_intercept(y, n_numbers) FILTER (WHERE status <> 'error') AS intercept_n_numbers,
+    regr_r2(y, n_numbers) FILTER (WHERE status <> 'error') AS r2_n_numbers
+FROM scored
+GROUP BY model, suite
+ORDER BY model, suite;
+
+-- What re-scoring changed: for each trial, every score row next to the one before it (ordered
+-- by created_at) where the status or the predicted answer differs. flipped: correctness changed
+-- (correct before and not now, or the reverse); is_latest: the row is the trial's current score.
+-- Filter on previous_scorer_version / scorer_version to compare two versions.
+CREATE OR REPLACE VIEW score_changes AS
+WITH history AS (
+    SELECT
+        trial_id, item_id, model, sample_idx, run_id, scorer_version, status, predicted, created_at,
+        lag(scorer_version) OVER w AS previous_scorer_version,
+        lag(status) OVER w AS previous_status,
+        lag(predicted) OVER w AS previous_predicted,
+        lag(created_at) OVER w AS previous_created_at,
+        row_number() OVER (PARTITION BY trial_id ORDER BY created_at DESC) = 1 AS is_latest
+    FROM all_scores
+    WINDOW w AS (PARTITION BY trial_id ORDER BY created_at)
+)
+SELECT
+    h.trial_id, h.model, i.suite, i.task, i.variant, i.prompt_style, h.item_id, h.sample_idx, i.gold,
+    h.previous_scorer_version, h.scorer_version, h.previous_status, h.status,
+    h.previous_predicted, h.predicted,
+    (h.previous_status = 'correct') <> (h.status = 'correct') AS flipped,
+    h.previous_created_at, h.created_at AS changed_at, h.run_id, h.is_latest
+FROM history h
+JOIN items i USING (item_id)
+WHERE h.previous_status IS NOT NULL
+  AND (h.previous_status IS DISTINCT FROM h.status OR h.previous_predicted IS DISTINCT FROM h.predicted)
+ORDER BY h.created_at, h.trial_id;

@@ -1,0 +1,420 @@
+"""Statistics over stored scores (SPEC §5), written back to the lake as ``stats_*`` tables.
+
+:func:`compute_stats` reads the scores of one run (or of every run) through the SQL views and
+appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id) to:
+
+- ``stats_bootstrap`` — family-clustered percentile bootstrap intervals (view
+  ``bootstrap_intervals``), one row per estimate, ``metric`` being
+  ``accuracy`` per (model, suite, task, variant, prompt style, bin), the grain of
+  ``accuracy_by_bin``; ``gap`` = accuracy(variant) − accuracy(variant_b) per (model, suite, task,
+  prompt style) over all bins; ``invariance`` and ``consistency`` (Invariance@k, Consistency@k)
+  per group of the ``invariance`` view, and pooled per suite (task and category ``(all)``).
+- ``stats_regression`` — logistic regressions ``correct ~ C(variant) + n_tokens +
+  symbol_density + n_numbers`` per suite: one per model, and one pooled over models with model
+  fixed effects (view ``logistic_regression``).
+- ``stats_math_equivalence`` — :func:`tasks.parse.math.equivalent` of the pairs of distinct math
+  answers met within family units, so that SQL consistency compares math answers symbolically
+  (view ``math_equivalence``).
+
+Choices (documented here because the papers leave them open):
+
+- Bootstrap: the resampled unit is the family (SPEC §1), drawn with replacement as many times as
+  there are families; a resample is a vector of draw counts per family, so each estimate is a
+  ratio of weighted sums. The interval is the percentile interval of the resampled estimates.
+  A gap resamples families once and recomputes both accuracies on the same resample before
+  taking the difference, so the interval measures the reported gap; nothing is rounded before a
+  difference. Resamples in which an estimate is undefined (no scored trial drawn) are left out
+  and counted (``n_valid_resamples``). Each estimate gets its own random stream derived from
+  ``seed`` and the estimate's key, so its interval does not depend on what else was computed.
+- Consistency compares the canonical parsed answers (``predicted``): string equality, except for
+  answer type ``math``, whose answers are equal when ``tasks.parse.math.equivalent`` says so
+  (``3/2`` = ``1.5``). An unparsable answer equals nothing, so a unit with one is inconsistent.
+- Regression: ``correct`` is 1 for correct and 0 for wrong or unparsable; errors are left out.
+  The reference variant is the first by the SQL ``variant_order()`` (``euclid`` when present),
+  else by name; the reference model is the first by name. A feature constant within the data is
+  dropped (it is collinear with the intercept) and named in ``dropped``. A regression that cannot
+  be fitted (one outcome class, too few observations, collinear design, perfect separation,
+  no convergence, non-finite standard errors) is stored as one ``skipped`` row with its reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import uuid
+import warnings
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+from statsmodels.tools.sm_exceptions import (
+    ConvergenceWarning,
+    HessianInversionWarning,
+    PerfectSeparationError,
+    PerfectSeparationWarning,
+)
+
+from tasks import parse as parsing
+from tasks.store import connect, now_utc, query, write_rows
+
+REGRESSION_FEATURES = ("n_tokens", "symbol_density", "n_numbers")
+POOLED = "(all)"
+ALL_SCOPE = "all"
+
+# ---------------------------------------------------------------------------------------------
+# Bootstrap
+
+
+def estimate_rng(seed: int, key: Sequence[Any]) -> np.random.Generator:
+    """A random stream for one estimate: a function of ``seed`` and the estimate's key only."""
+    digest = hashlib.sha256(json.dumps([str(k) for k in key]).encode("utf-8")).digest()
+    return np.random.default_rng([seed, int.from_bytes(digest[:8], "big")])
+
+
+def cluster_bootstrap(numerators: np.ndarray, denominators: np.ndarray, resamples: int,
+                      rng: np.random.Generator) -> np.ndarray:
+    """Ratios ``sum(numerator) / sum(denominator)`` over ``resamples`` resamples of clusters.
+
+    ``numerators`` and ``denominators`` are per-cluster sums, shape (clusters, m); each resample
+    draws as many clusters as there are, with replacement, and recomputes all m ratios on that
+    same draw. Returns shape (resamples, m); NaN where a resample's denominator is 0.
+    """
+    n = numerators.shape[0]
+    draws = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (draws @ numerators) / (draws @ denominators)
+
+
+def percentile_interval(samples: np.ndarray, level: float) -> tuple[float | None, float | None, int]:
+    """The percentile interval of the defined (non-NaN) samples and how many there were."""
+    valid = samples[~np.isnan(samples)]
+    if valid.size == 0:
+        return None, None, 0
+    tail = 50.0 * (1.0 - level)
+    lo, hi = np.percentile(valid, [tail, 100.0 - tail])
+    return float(lo), float(hi), int(valid.size)
+
+
+def _status_counts(frame: pd.DataFrame) -> dict[str, int]:
+    status = frame["status"]
+    return {
+        "n_scored": int((status != "error").sum()), "n_correct": int((status == "correct").sum()),
+        "n_wrong": int((status == "wrong").sum()), "n_unparsable": int((status == "unparsable").sum()),
+        "n_error": int((status == "error").sum()),
+    }
+
+
+def _per_family(frame: pd.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Correct and scored counts per family (rows) and variant (columns), families with a score."""
+    scored = frame[frame["status"] != "error"]
+    correct = (scored["status"] == "correct").astype(float)
+    num = correct.groupby([scored["family_id"], scored["variant"]]).sum().unstack(fill_value=0.0)
+    den = correct.groupby([scored["family_id"], scored["variant"]]).size().unstack(fill_value=0).astype(float)
+    cols = list(variants)
+    return (num.reindex(columns=cols, fill_value=0.0).to_numpy(),
+            den.reindex(columns=cols, fill_value=0.0).to_numpy())
+
+
+def accuracy_intervals(trials: pd.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
+    """Bootstrap rows (metric ``accuracy``) per (model, suite, task, variant, prompt style, bin)."""
+    rows = []
+    keys = ["model", "suite", "task", "variant", "prompt_style", "bin"]
+    for key, cell in trials.groupby(keys, sort=True, dropna=False):
+        counts = _status_counts(cell)
+        row = dict(zip(keys, key), metric="accuracy", bin_lo=int(cell["bin_lo"].min()), **counts)
+        num, den = _per_family(cell, [key[3]])
+        row["n_families"] = int((den[:, 0] > 0).sum())
+        row["n_units"] = counts["n_scored"]
+        if counts["n_scored"]:
+            row["estimate"] = counts["n_correct"] / counts["n_scored"]
+            keep = den[:, 0] > 0
+            samples = cluster_bootstrap(num[keep], den[keep], resamples, estimate_rng(seed, ("accuracy", *key)))
+            row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = percentile_interval(samples[:, 0], level)
+        rows.append(row)
+    return rows
+
+
+def gap_intervals(trials: pd.DataFrame, variant_order: Sequence[str], resamples: int, seed: int,
+                  level: float) -> list[dict[str, Any]]:
+    """Bootstrap rows (metric ``gap``) for each pair of variants of a (model, suite, task, prompt style).
+
+    The gap is accuracy(variant) − accuracy(variant_b), all bins together; the pair is oriented
+    by variant order. Each resample draws families once and recomputes both accuracies on it.
+    """
+    rows = []
+    keys = ["model", "suite", "task", "prompt_style"]
+    for key, group in trials.groupby(keys, sort=True, dropna=False):
+        variants = sort_variants(group["variant"].unique(), variant_order)
+        for a, b in itertools.combinations(variants, 2):
+            pair = group[group["variant"].isin([a, b])]
+            num, den = _per_family(pair, [a, b])
+            keep = den.sum(axis=1) > 0
+            num, den = num[keep], den[keep]
+            row = dict(zip(keys, key), metric="gap", variant=a, variant_b=b, n_families=int(keep.sum()),
+                       **_status_counts(pair))
+            row["n_units"] = row["n_scored"]
+            if den[:, 0].sum() and den[:, 1].sum():
+                row["estimate_a"] = num[:, 0].sum() / den[:, 0].sum()
+                row["estimate_b"] = num[:, 1].sum() / den[:, 1].sum()
+                row["estimate"] = row["estimate_a"] - row["estimate_b"]
+                ratios = cluster_bootstrap(num, den, resamples, estimate_rng(seed, ("gap", *key, a, b)))
+                row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = percentile_interval(
+                    ratios[:, 0] - ratios[:, 1], level)
+            rows.append(row)
+    return rows
+
+
+def answers_equal(answer_type: str, a: str | None, b: str | None) -> bool:
+    """Whether two canonical parsed answers are the same answer (math: symbolic equivalence)."""
+    if a is None or b is None:
+        return False
+    if a == b:
+        return True
+    if answer_type == "math":
+        from tasks.parse import math as math_answers
+
+        return bool(math_answers.equivalent(a, b))
+    return False
+
+
+def all_equal(answer_type: str, answers: Sequence[str | None]) -> bool:
+    """Whether every pair of ``answers`` is equal (pairwise: rounding-based equality is not transitive)."""
+    if any(a is None for a in answers):
+        return False
+    return all(answers_equal(answer_type, a, b) for a, b in itertools.combinations(answers, 2))
+
+
+def invariance_intervals(units: pd.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
+    """Bootstrap rows (metrics ``invariance`` and ``consistency``) per group of family units.
+
+    ``units`` are rows of ``family_units_over()`` with a ``consistent_py`` column (consistency
+    computed here, math symbolically). Groups are those of the ``invariance`` view, and each
+    suite's groups pooled over tasks sharing a variant list (task and category ``(all)``).
+    """
+    rows = []
+    for pooled in (False, True):
+        frame = units.assign(task=POOLED, category=POOLED) if pooled else units
+        keys = ["model", "suite", "task", "category", "prompt_style", "variants_key"]
+        for key, group in frame.groupby(keys, sort=True, dropna=False):
+            complete = group[group["complete"]]
+            base = dict(zip(keys[:-1], key[:-1]), variant=key[-1], k=int(group["k"].iloc[0]),
+                        n_units=len(complete), n_excluded=int((~group["complete"]).sum()),
+                        n_families=int(complete["family_id"].nunique()),
+                        n_scored=int(complete["n_scored"].sum()), n_correct=int(complete["n_correct"].sum()),
+                        n_wrong=int(complete["n_wrong"].sum()), n_unparsable=int(complete["n_unparsable"].sum()),
+                        n_error=int(group["n_error"].sum()))
+            if complete.empty:
+                rows += [dict(base, metric=m) for m in ("invariance", "consistency")]
+                continue
+            per_family = complete.groupby("family_id").agg(
+                units=("complete", "size"), invariant=("invariant", "sum"), consistent=("consistent_py", "sum"))
+            den = per_family[["units", "units"]].to_numpy(dtype=float)
+            num = per_family[["invariant", "consistent"]].to_numpy(dtype=float)
+            ratios = cluster_bootstrap(num, den, resamples, estimate_rng(seed, ("invariance", *key)))
+            for j, metric in enumerate(("invariance", "consistency")):
+                lo, hi, valid = percentile_interval(ratios[:, j], level)
+                rows.append(dict(base, metric=metric, estimate=num[:, j].sum() / den[:, j].sum(),
+                                 ci_lo=lo, ci_hi=hi, n_valid_resamples=valid))
+    return rows
+
+
+def with_consistency(units: pd.DataFrame) -> pd.DataFrame:
+    """``units`` plus ``consistent_py``: all answers parsed and pairwise equal (complete units only)."""
+    flags = [
+        bool(complete) and all_equal(answer_type, list(answers))
+        for complete, answer_type, answers in zip(units["complete"], units["answer_type"], units["answers"])
+    ]
+    return units.assign(consistent_py=flags)
+
+
+# ---------------------------------------------------------------------------------------------
+# Math equivalence cache for SQL
+
+
+def math_pairs(units: pd.DataFrame) -> set[tuple[str, str]]:
+    """Pairs (a, b), a < b, of distinct parsed math answers met within one complete family unit."""
+    pairs: set[tuple[str, str]] = set()
+    math_units = units[(units["answer_type"] == "math") & units["complete"]]
+    for answers in math_units["answers"]:
+        values = sorted({a for a in answers if a is not None})
+        pairs.update(itertools.combinations(values, 2))
+    return pairs
+
+
+def equivalence_rows(pairs: Iterable[tuple[str, str]], known: set[tuple[str, str]], rule_version: str) -> list[dict[str, Any]]:
+    """Rows of ``stats_math_equivalence`` for the pairs not evaluated yet under ``rule_version``."""
+    from tasks.parse import math as math_answers
+
+    now = now_utc()
+    return [
+        {"rule_version": rule_version, "a": a, "b": b, "equivalent": bool(math_answers.equivalent(a, b)), "computed_at": now}
+        for a, b in sorted(pairs) if (a, b) not in known
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Logistic regression
+
+
+def sort_variants(variants: Iterable[str], variant_order: Sequence[str]) -> list[str]:
+    """Variants in the SQL ``variant_rank`` order: the conventional ones first, then by name."""
+    order = {v: i for i, v in enumerate(variant_order)}
+    return sorted(variants, key=lambda v: (order.get(v, len(order)), v))
+
+
+def design_matrix(frame: pd.DataFrame, reference_variant: str,
+                  reference_model: str | None) -> tuple[pd.DataFrame, list[str]]:
+    """The regression's design: intercept, variant dummies (treatment coding against
+    ``reference_variant``), the surface features, and model dummies when ``reference_model``
+    is given. Returns the matrix and the features dropped for being constant."""
+    columns: dict[str, pd.Series] = {"intercept": pd.Series(1.0, index=frame.index)}
+    for level in sorted(set(frame["variant"]) - {reference_variant}):
+        columns[f"variant[{level}]"] = (frame["variant"] == level).astype(float)
+    dropped = []
+    for feature in REGRESSION_FEATURES:
+        values = frame[feature].astype(float)
+        if values.nunique() < 2:
+            dropped.append(feature)
+        else:
+            columns[feature] = values
+    if reference_model is not None:
+        for level in sorted(set(frame["model"]) - {reference_model}):
+            columns[f"model[{level}]"] = (frame["model"] == level).astype(float)
+    return pd.DataFrame(columns), dropped
+
+
+def fit_logit(y: pd.Series, x: pd.DataFrame, level: float = 0.95) -> tuple[list[dict[str, Any]], str]:
+    """Fit a logistic regression; returns (rows per term, "") or ([], reason it could not be fitted)."""
+    if y.nunique() < 2:
+        return [], "one outcome class only (" + ("all correct" if y.iloc[0] == 1 else "none correct") + ")"
+    if len(y) <= x.shape[1]:
+        return [], f"too few observations ({len(y)}) for {x.shape[1]} parameters"
+    rank = np.linalg.matrix_rank(x.to_numpy())
+    if rank < x.shape[1]:
+        return [], f"collinear design (rank {rank} < {x.shape[1]} parameters)"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = sm.Logit(y.to_numpy(dtype=float), x).fit(disp=0, maxiter=200)
+        except PerfectSeparationError:
+            return [], "perfect separation"
+        except np.linalg.LinAlgError as exc:
+            return [], f"singular matrix ({exc})"
+    kinds = {type(w.message) for w in caught}
+    if PerfectSeparationWarning in kinds:
+        return [], "perfect separation"
+    if not result.mle_retvals.get("converged", False) or ConvergenceWarning in kinds:
+        return [], "did not converge"
+    if HessianInversionWarning in kinds or not np.all(np.isfinite(result.bse)):
+        return [], "non-finite standard errors (quasi-separation)"
+    ci = result.conf_int(alpha=1.0 - level)
+    rows = [
+        {"term": term, "coef": float(result.params[term]), "std_err": float(result.bse[term]),
+         "z": float(result.tvalues[term]), "p_value": float(result.pvalues[term]),
+         "ci_lo": float(ci.loc[term, 0]), "ci_hi": float(ci.loc[term, 1]), "pseudo_r2": float(result.prsquared)}
+        for term in x.columns
+    ]
+    return rows, ""
+
+
+def regressions(trials: pd.DataFrame, variant_order: Sequence[str], level: float = 0.95) -> list[dict[str, Any]]:
+    """Regression rows per suite: one fit per model and one pooled fit with model fixed effects."""
+    rows = []
+    for suite, suite_trials in trials.groupby("suite", sort=True):
+        models = sorted(suite_trials["model"].unique())
+        fits = [(m, "per_model", suite_trials[suite_trials["model"] == m], None) for m in models]
+        fits.append((POOLED, "pooled", suite_trials, models[0]))
+        for model, fit, frame, reference_model in fits:
+            data = frame[frame["status"] != "error"]
+            base = {"suite": suite, "model": model, "fit": fit, "n": len(data),
+                    "n_correct": int((data["status"] == "correct").sum()),
+                    "n_unparsable": int((data["status"] == "unparsable").sum()),
+                    "n_error": int((frame["status"] == "error").sum()), "reference_model": reference_model}
+            if fit == "pooled" and len(models) < 2:
+                rows.append(dict(base, status="skipped", reason="one model only: nothing to pool"))
+                continue
+            if data.empty:
+                rows.append(dict(base, status="skipped", reason="no scored trials"))
+                continue
+            reference = sort_variants(data["variant"].unique(), variant_order)[0]
+            x, dropped = design_matrix(data, reference, reference_model)
+            formula = "correct ~ C(variant) + " + " + ".join(REGRESSION_FEATURES) + (" + C(model)" if reference_model else "")
+            base.update(formula=formula, reference_variant=reference, dropped=",".join(dropped))
+            y = (data["status"] == "correct").astype(float)
+            terms, reason = fit_logit(y, x, level)
+            if reason:
+                rows.append(dict(base, status="skipped", reason=reason))
+            else:
+                rows += [dict(base, status="ok", reason="", **t) for t in terms]
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Orchestration
+
+
+def _scope_filter(run_id: str | None) -> tuple[str, list[Any]]:
+    if run_id is None:
+        return "", []
+    return "WHERE trial_id IN (SELECT trial_id FROM run_trials WHERE run_id = ?)", [run_id]
+
+
+def load_trials(con, run_id: str | None) -> pd.DataFrame:
+    """Every scored trial (errors included) of the scope, with its family, bin and features."""
+    where, params = _scope_filter(run_id)
+    return con.execute(
+        f"""SELECT model, suite, task, variant, prompt_style, bin, bin_lo, family_id, status,
+                   {", ".join(REGRESSION_FEATURES)}
+            FROM trial_scores {where}""", params).df()
+
+
+def load_units(con, run_id: str | None) -> pd.DataFrame:
+    """Family units over all variants present (``family_units_over``), with a hashable variant key."""
+    units = con.execute("SELECT * FROM family_units_over(for_run := ?)", [run_id]).df()
+    units["variants_key"] = [",".join(v) for v in units["variants"]]
+    # Incomplete units have no answer list (NULL); complete ones hold None for unparsable answers.
+    units["answers"] = [[] if a is None or a is pd.NA or isinstance(a, float) else list(a) for a in units["answers"]]
+    return units
+
+
+def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, seed: int = 0,
+                  level: float = 0.95) -> dict[str, Any]:
+    """Compute every statistic over the scores of ``run_id`` (None: all runs) and append them.
+
+    Returns a summary: the computation id and scope, the rows written per table, and the
+    regressions that were skipped with their reasons.
+    """
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    con = connect(lake)
+    try:
+        variant_order = query(con, "SELECT variant_order() AS v")[0]["v"]
+        trials = load_trials(con, run_id)
+        units = with_consistency(load_units(con, run_id))
+        rule_version = parsing.parser_version("math")
+        known = {(r["a"], r["b"]) for r in query(
+            con, "SELECT a, b FROM math_equivalence WHERE rule_version = ?", [rule_version])}
+    finally:
+        con.close()
+    computation = {"computation_id": uuid.uuid4().hex, "computed_at": now_utc(), "scope": run_id or ALL_SCOPE}
+    boot_meta = {"resamples": resamples, "seed": seed, "level": level}
+    bootstrap = [
+        {**computation, **boot_meta, **row}
+        for row in accuracy_intervals(trials, resamples, seed, level)
+        + gap_intervals(trials, variant_order, resamples, seed, level)
+        + invariance_intervals(units, resamples, seed, level)
+    ]
+    regression = [{**computation, **row} for row in regressions(trials, variant_order, level)]
+    equivalence = equivalence_rows(math_pairs(units), known, rule_version)
+    write_rows(lake, "stats_bootstrap", bootstrap)
+    write_rows(lake, "stats_regression", regression)
+    write_rows(lake, "stats_math_equivalence", equivalence)
+    return {
+        **computation, "bootstrap_rows": len(bootstrap), "regression_rows": len(regression),
+        "equivalence_rows": len(equivalence),
+        "skipped_regressions": [
+            {"suite": r["suite"], "model": r["model"], "reason": r["reason"]} for r in regression if r["status"] == "skipped"
+        ],
+    }

@@ -1,0 +1,118 @@
+"""The report: one self-contained HTML file that loads nothing from the network, its PNGs, the
+CLI command, and (when Chromium is installed) a real headless browser rendering the figures."""
+
+from __future__ import annotations
+
+import base64
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from conftest import write_config
+from flows.cli import app
+from flows.report import build_report
+from lake_fixtures import LakeBuilder, status_of
+from tasks.config import load_config
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def rich_lake(root: Path) -> LakeBuilder:
+    """Data for every section: Lissard-style bins, symmetry placements and attractors, geometry flips."""
+    rng = random.Random(1)
+    lake = LakeBuilder(root)
+    for model, skill in (("m1", 0.8), ("m2", 0.5)):
+        for lo in (1, 10, 20, 30):
+            for i in range(6):
+                item = lake.item(f"d{lo}-{i}", suite="lissard", task="dyck", prompt_style="few_shot",
+                                 bin=f"{lo}-{lo + 9}", bin_lo=lo, bin_hi=lo + 9, key_entities=lo + i,
+                                 answer_type="text", n_tokens=20 + lo + i, n_numbers=i % 3,
+                                 symbol_density=0.1 + 0.01 * ((3 * i + lo) % 7))
+                ok = rng.random() < skill * (1 - lo / 45)
+                lake.trial(item, model, status_of(ok), ">" if ok else "<", answer_type="text")
+        for n in (5, 15, 45, 55):
+            for placement in ("end", "begin", "middle", "random"):
+                item = lake.item(f"id{n}", placement, task="identity", category="integers", key_entities=n,
+                                 gold=str(n), n_tokens=n + 3, n_numbers=n, symbol_density=0.4 + 0.01 * len(placement))
+                ok = rng.random() < skill
+                lake.trial(item, model, status_of(ok), str(n) if ok else rng.choice(["50", str(n + 1)]))
+        for f in range(8):
+            for variant in ("euclid", "coord", "vector"):
+                item = lake.item(f"g{f}", variant, suite="geometry", task="length", category="length")
+                ok = rng.random() < skill
+                lake.trial(item, model, status_of(ok), "5" if ok else "4")
+    lake.trial(lake.item("errors"), "m1", "error")
+    lake.trial(lake.item("unparsed"), "m2", "unparsable")
+    return lake.flush()
+
+
+def config_for(root: Path) -> Path:
+    return write_config(root / "invarbench.toml", {"warehouse": {"path": str(root)}, "sweep": {"breaking_threshold": 0.6}})
+
+
+def embedded_images(page: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """One report over the rich lake, shared by the tests that only read it."""
+    root = tmp_path_factory.mktemp("report")
+    rich_lake(root)
+    return build_report(load_config(config_for(root)), root / "out", resamples=50)
+
+
+def test_report_is_self_contained_with_its_pngs(built):
+    page = built.read_text(encoding="utf-8")
+    pngs = sorted(built.parent.glob("*.png"))
+    names = {p.stem for p in pngs}
+    assert {"accuracy_lissard", "flip_patterns", "invariance", "attractors", "outcomes"} <= names
+    assert any(n.startswith("heatmap_") for n in names)
+    images = embedded_images(page)
+    assert len(images) == len(pngs) and set(images) == {p.read_bytes() for p in pngs}
+    assert all(img.startswith(b"\x89PNG") for img in images)
+    # nothing is loaded from anywhere: no scripts, stylesheets, fonts or remote sources
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.I)
+    assert not re.search(r"<script|<link|@import|url\(", page, re.I)
+    for heading in ("Invariance@k and Consistency@k", "Breaking point", "Logistic regression", "McNemar",
+                    "Errors and unparsable answers", "share_50", "share_100"):
+        assert heading.lower() in page.lower(), heading
+    assert "0.6" in page  # the configured breaking threshold
+
+
+def test_report_on_an_empty_warehouse_notes_the_missing_figures(tmp_path):
+    path = build_report(load_config(config_for(tmp_path)), tmp_path / "out", resamples=10)
+    page = path.read_text(encoding="utf-8")
+    assert "No scored trials yet." in page
+    assert embedded_images(page) == [] and list((tmp_path / "out").glob("*.png")) == []
+
+
+def test_report_command_prints_the_html_path(tmp_path):
+    rich_lake(tmp_path)
+    result = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "cli"), "--config", str(config_for(tmp_path))])
+    assert result.exit_code == 0, result.output
+    assert str(tmp_path / "cli" / "report.html") in result.output
+    assert (tmp_path / "cli" / "report.html").exists()
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Chromium is not installed (apt-get install -y chromium)")
+def test_report_renders_its_figures_in_headless_chromium(built, tmp_path):
+    shot = tmp_path / "shot.png"
+    profile = tmp_path / "profile"
+    subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={profile}", f"--screenshot={shot}", "--window-size=1280,2000", built.as_uri()],
+        check=True, capture_output=True, timeout=120)
+    pixels = mpimg.imread(shot)
+    colours = np.unique((pixels[..., :3] * 255).astype(np.uint8).reshape(-1, 3), axis=0)
+    # Text alone renders in a few hundred grey levels; plotted figures add thousands of colours.
+    assert len(colours) > 1000, len(colours)
+    shutil.rmtree(profile, ignore_errors=True)

@@ -1,0 +1,222 @@
+"""tasks/stats.py: the bootstrap, the regressions and the math consistency, on hand-built lakes,
+checked against statsmodels fitted directly and against hand counts."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+
+from lake_fixtures import LakeBuilder, status_of
+from tasks import stats
+
+GEO = ["euclid", "coord", "vector"]
+
+
+def regression_lake(tmp_path, models=("m1", "m2"), n_families: int = 60, seed: int = 11) -> tuple[LakeBuilder, pd.DataFrame]:
+    """Geometry-like families with features that drive correctness; returns the lake and the data as written."""
+    rng = random.Random(seed)
+    lake, rows = LakeBuilder(tmp_path), []
+    for f in range(n_families):
+        for variant in GEO:
+            tokens, density, numbers = rng.randint(10, 80), round(rng.uniform(0.02, 0.3), 4), rng.randint(1, 9)
+            item = lake.item(f"F{f}", variant, suite="geometry", task="length", category="length",
+                             n_tokens=tokens, symbol_density=density, n_numbers=numbers)
+            for m, model in enumerate(models):
+                logit = 2.0 - 0.03 * tokens - 4 * density + 0.1 * numbers - 0.6 * GEO.index(variant) - 0.5 * m
+                correct = rng.random() < 1 / (1 + np.exp(-logit))
+                lake.trial(item, model, status_of(correct), "5" if correct else "4")
+                rows.append({"model": model, "variant": variant, "n_tokens": tokens, "symbol_density": density,
+                             "n_numbers": numbers, "correct": int(correct), "family_id": f"F{f}"})
+    lake.flush()
+    return lake, pd.DataFrame(rows)
+
+
+def _terms(lake: LakeBuilder, **where) -> dict[str, dict]:
+    clause = " AND ".join(f"{k} = ?" for k in where)
+    rows = lake.query(f"SELECT * FROM logistic_regression WHERE status = 'ok' AND {clause}", list(where.values()))
+    return {r["term"]: r for r in rows}
+
+
+def test_logistic_regression_per_model_matches_statsmodels(tmp_path):
+    lake, data = regression_lake(tmp_path)
+    stats.compute_stats(lake.lake, resamples=50, seed=0)
+    direct = smf.logit("correct ~ C(variant, Treatment('euclid')) + n_tokens + symbol_density + n_numbers",
+                       data[data["model"] == "m1"]).fit(disp=0)
+    ours = _terms(lake, model="m1", fit="per_model")
+    names = {"Intercept": "intercept", "C(variant, Treatment('euclid'))[T.coord]": "variant[coord]",
+             "C(variant, Treatment('euclid'))[T.vector]": "variant[vector]",
+             "n_tokens": "n_tokens", "symbol_density": "symbol_density", "n_numbers": "n_numbers"}
+    assert set(ours) == set(names.values())
+    for theirs, mine in names.items():
+        assert ours[mine]["coef"] == pytest.approx(direct.params[theirs], rel=1e-6)
+        assert ours[mine]["std_err"] == pytest.approx(direct.bse[theirs], rel=1e-6)
+        assert ours[mine]["p_value"] == pytest.approx(direct.pvalues[theirs], rel=1e-5)
+        assert ours[mine]["n"] == len(data[data["model"] == "m1"])
+    assert ours["intercept"]["reference_variant"] == "euclid"
+
+
+def test_pooled_regression_has_model_fixed_effects(tmp_path):
+    lake, data = regression_lake(tmp_path)
+    stats.compute_stats(lake.lake, resamples=50, seed=0)
+    direct = smf.logit("correct ~ C(variant, Treatment('euclid')) + n_tokens + symbol_density + n_numbers"
+                       " + C(model, Treatment('m1'))", data).fit(disp=0)
+    ours = _terms(lake, model="(all)", fit="pooled")
+    assert ours["model[m2]"]["coef"] == pytest.approx(direct.params["C(model, Treatment('m1'))[T.m2]"], rel=1e-6)
+    assert ours["n_tokens"]["std_err"] == pytest.approx(direct.bse["n_tokens"], rel=1e-6)
+    assert ours["model[m2]"]["n"] == len(data)
+
+
+def test_unfittable_regressions_are_skipped_with_a_reason(tmp_path):
+    lake = LakeBuilder(tmp_path)
+    for f in range(6):  # m-all: always correct (one class); m-sep: correct exactly when n_tokens < 30
+        for variant, tokens in (("a", 10 + (3 * f) % 7), ("b", 40 + (5 * f) % 11)):
+            item = lake.item(f"F{f}", variant, task="identity", n_tokens=tokens, n_numbers=f,
+                             symbol_density=0.05 + 0.03 * ((7 * f) % 5))
+            lake.trial(item, "m-all", "correct", "5")
+            lake.trial(item, "m-sep", status_of(tokens < 30), "5" if tokens < 30 else "4")
+    lake.flush()
+    summary = stats.compute_stats(lake.lake, resamples=20, seed=0)
+    reasons = {(s["model"]): s["reason"] for s in summary["skipped_regressions"]}
+    assert reasons["m-all"].startswith("one outcome class only")
+    assert "separation" in reasons["m-sep"]
+    rows = lake.query("SELECT model, status, reason, term FROM logistic_regression WHERE model = 'm-all'")
+    assert rows == [{"model": "m-all", "status": "skipped", "reason": reasons["m-all"], "term": None}]
+
+
+def _interval_rows(lake: LakeBuilder, scope: str = "all") -> dict[tuple, tuple]:
+    rows = lake.query("SELECT * FROM bootstrap_intervals WHERE scope = ?", [scope])
+    return {(r["metric"], r["model"], r["task"], r["category"], r["variant"], r["variant_b"], r["bin"]):
+            (r["estimate"], r["ci_lo"], r["ci_hi"]) for r in rows}
+
+
+def test_bootstrap_is_reproducible_for_a_seed_and_differs_for_another(tmp_path):
+    lake, _ = regression_lake(tmp_path, n_families=30)
+    stats.compute_stats(lake.lake, resamples=200, seed=1)
+    first = _interval_rows(lake)
+    stats.compute_stats(lake.lake, resamples=200, seed=1)
+    again = _interval_rows(lake)
+    stats.compute_stats(lake.lake, resamples=200, seed=2)
+    other = _interval_rows(lake)
+    assert first == again and len(first) > 10
+    assert first.keys() == other.keys()
+    assert any(first[k][1:] != other[k][1:] for k in first)
+    assert all(first[k][0] == other[k][0] for k in first)  # estimates do not depend on the seed
+
+
+def test_bootstrap_estimates_and_gap(tmp_path):
+    lake, data = regression_lake(tmp_path, models=("m1",), n_families=40)
+    stats.compute_stats(lake.lake, resamples=300, seed=3)
+    rows = _interval_rows(lake)
+    acc = data.groupby("variant")["correct"].mean()
+    (estimate, lo, hi) = rows[("gap", "m1", "length", None, "euclid", "coord", None)]
+    assert estimate == acc["euclid"] - acc["coord"]  # unrounded difference of the two accuracies
+    assert lo <= estimate <= hi
+    [by_bin] = lake.query("SELECT accuracy FROM accuracy_by_bin WHERE variant = 'vector'")
+    assert rows[("accuracy", "m1", "length", None, "vector", None, "5-30")][0] == pytest.approx(by_bin["accuracy"])
+
+
+def test_gap_interval_resamples_both_accuracies_together():
+    """Families correct on both variants or on neither: the gap is 0 in every resample, so its
+    interval is [0, 0], while each accuracy alone varies widely."""
+    rng = np.random.default_rng(0)
+    both = rng.random(50) < 0.5
+    num = np.column_stack([both, both]).astype(float)
+    den = np.ones((50, 2))
+    ratios = stats.cluster_bootstrap(num, den, 500, np.random.default_rng(1))
+    assert stats.percentile_interval(ratios[:, 0] - ratios[:, 1], 0.95)[:2] == (0.0, 0.0)
+    lo, hi, _ = stats.percentile_interval(ratios[:, 0], 0.95)
+    assert hi - lo > 0.15
+
+
+def test_bootstrap_resamples_families_not_trials():
+    """Ten identical trials per family: the clustered interval is as wide as one trial per family,
+    wider than a naive trial-level bootstrap would make it."""
+    family_outcome = (np.arange(20) < 10).astype(float)
+    clustered = stats.cluster_bootstrap((family_outcome * 10)[:, None], np.full((20, 1), 10.0), 2000,
+                                        np.random.default_rng(0))
+    single = stats.cluster_bootstrap(family_outcome[:, None], np.ones((20, 1)), 2000, np.random.default_rng(0))
+    naive = stats.cluster_bootstrap(np.repeat(family_outcome, 10)[:, None], np.ones((200, 1)), 2000,
+                                    np.random.default_rng(0))
+    width = lambda s: np.subtract(*stats.percentile_interval(s[:, 0], 0.95)[1::-1])  # noqa: E731
+    assert width(clustered) == pytest.approx(width(single))
+    assert width(clustered) > 2 * width(naive)
+
+
+def test_invariance_intervals_count_complete_families(tmp_path):
+    lake = LakeBuilder(tmp_path)
+    for f in range(8):
+        for variant in GEO[: 2 if f == 7 else 3]:  # F7 lacks vector
+            item = lake.item(f"F{f}", variant, suite="geometry", task="length", category="length")
+            correct = f < 4 or variant == "euclid"
+            lake.trial(item, "m1", status_of(correct), "5" if correct else "4")
+    lake.flush()
+    stats.compute_stats(lake.lake, resamples=100, seed=0)
+    rows = {(r["metric"], r["task"]): r for r in lake.query(
+        "SELECT * FROM bootstrap_intervals WHERE metric IN ('invariance', 'consistency')")}
+    inv = rows[("invariance", "length")]
+    assert (inv["k"], inv["n_units"], inv["n_excluded"], inv["n_families"]) == (3, 7, 1, 7)
+    assert inv["estimate"] == pytest.approx(4 / 7) and inv["variant"] == "euclid,coord,vector"
+    assert rows[("consistency", "length")]["estimate"] == pytest.approx(4 / 7)
+    assert rows[("invariance", "(all)")]["estimate"] == pytest.approx(4 / 7)  # pooled over the suite's tasks
+    [view] = lake.query("SELECT invariance_at_k, consistency_at_k FROM invariance")
+    assert view == {"invariance_at_k": pytest.approx(4 / 7), "consistency_at_k": pytest.approx(4 / 7)}
+
+
+def _has_math_equivalent() -> bool:
+    try:
+        from tasks.parse import math as math_answers
+    except ImportError:
+        return False
+    return hasattr(math_answers, "equivalent")
+
+
+@pytest.mark.skipif(not _has_math_equivalent(), reason="tasks.parse.math.equivalent is not available yet")
+def test_consistency_compares_math_answers_symbolically(tmp_path):
+    lake = LakeBuilder(tmp_path)
+    answers = {"A": ["3/2", "1.5", "3/2"], "B": ["3/2", "1.4", "3/2"], "C": ["2*sqrt(5)", "2*sqrt(5)", "2*sqrt(5)"]}
+    for family, values in answers.items():
+        for variant, value in zip(GEO, values):
+            item = lake.item(family, variant, suite="geometry", task="ratio", category="ratio", gold="3/2",
+                             answer_type="math")
+            lake.trial(item, "m1", status_of(value in ("3/2", "1.5")), value, answer_type="math")
+    lake.flush()
+    [before] = lake.query("SELECT n_consistent, n_consistency_pending, consistency_at_k FROM invariance")
+    # Until the pairs are evaluated SQL knows only C (identical strings); A and B are pending,
+    # never given a verdict from string inequality.
+    assert before == {"n_consistent": 1, "n_consistency_pending": 2, "consistency_at_k": None}
+    summary = stats.compute_stats(lake.lake, resamples=50, seed=0)
+    assert summary["equivalence_rows"] == 2  # (1.5, 3/2) and (1.4, 3/2)
+    [after] = lake.query("SELECT n_consistent, n_consistency_pending, consistency_at_k, invariance_at_k FROM invariance")
+    assert after == {"n_consistent": 2, "n_consistency_pending": 0, "consistency_at_k": pytest.approx(2 / 3),
+                     "invariance_at_k": pytest.approx(1 / 3)}
+    [boot] = lake.query("SELECT estimate FROM bootstrap_intervals WHERE metric = 'consistency' AND task = 'ratio'")
+    assert boot["estimate"] == pytest.approx(2 / 3)
+    assert stats.compute_stats(lake.lake, resamples=50, seed=0)["equivalence_rows"] == 0  # computed once
+
+
+def test_compute_stats_is_robust_to_tiny_and_empty_data(tmp_path):
+    empty = LakeBuilder(tmp_path / "empty")
+    summary = stats.compute_stats(empty.lake, resamples=10)
+    assert (summary["bootstrap_rows"], summary["regression_rows"]) == (0, 0)
+    one = LakeBuilder(tmp_path / "one")
+    one.trial(one.item("F"), "m1", "error")
+    one.flush()
+    summary = stats.compute_stats(one.lake, resamples=10)
+    [row] = one.query("SELECT metric, estimate, ci_lo, n_error FROM bootstrap_intervals")
+    assert row == {"metric": "accuracy", "estimate": None, "ci_lo": None, "n_error": 1}
+    assert [s["reason"] for s in summary["skipped_regressions"]] == ["no scored trials", "one model only: nothing to pool"]
+
+
+def test_run_scope_uses_only_that_runs_trials(tmp_path):
+    lake = LakeBuilder(tmp_path)
+    lake.trial(lake.item("F1"), "m1", "correct", "5", run_id="r1")
+    lake.trial(lake.item("F2"), "m1", "wrong", "4", run_id="r2")
+    lake.flush()
+    stats.compute_stats(lake.lake, run_id="r1", resamples=10)
+    stats.compute_stats(lake.lake, resamples=10)
+    scoped = lake.query("SELECT scope, estimate, n_scored FROM bootstrap_intervals WHERE metric = 'accuracy' ORDER BY scope")
+    assert scoped == [{"scope": "all", "estimate": 0.5, "n_scored": 2}, {"scope": "r1", "estimate": 1.0, "n_scored": 1}]
