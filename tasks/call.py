@@ -101,7 +101,8 @@ class _Trial:
     stopped: bool = False
 
 
-def _request_row(run_id: str, req: Request, step_index: int) -> dict[str, Any]:
+def request_row(run_id: str, req: Request, step_index: int) -> dict[str, Any]:
+    """The lake row recording that run ``run_id`` made ``req`` (as step ``step_index`` of its trial)."""
     return {
         "run_id": run_id,
         "request_id": req.request_id,
@@ -200,7 +201,7 @@ def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig,
             batch.append((t, req))
         if not batch:
             continue
-        write_rows(lake, "requests", [_request_row(run_id, req, wave) for _, req in batch])
+        write_rows(lake, "requests", [request_row(run_id, req, wave) for _, req in batch])
         stats.requests += len(batch)
         ledger = lookup_ledger(lake, [req.request_id for _, req in batch])
         misses = list({req.request_id: req for _, req in batch if req.request_id not in ledger}.values())

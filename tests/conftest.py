@@ -11,6 +11,10 @@ import pytest
 
 import tasks  # noqa: F401  - offline environment defaults
 
+# Tests bring their own Prefect API (the session harness, or servers they start); an exported
+# PREFECT_API_URL would point in-process sweeps at someone else's server and its limits.
+os.environ.pop("PREFECT_API_URL", None)
+
 REPO = Path(__file__).resolve().parent.parent
 
 

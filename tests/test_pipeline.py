@@ -134,8 +134,10 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
         cfg = fake_model_config(tmp_path, server.api_base, n_max=150, model_extra={"concurrency": 1})
         env = {**os.environ}
         env.pop("PREFECT_API_URL", None)
+        # A session of its own, so the kill reaches the CLI's ephemeral Prefect server too.
         proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)],
-                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
         responses_dir = tmp_path / "wh" / "lake" / "responses"
         deadline = time.monotonic() + 240
         try:
@@ -149,7 +151,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
             else:
                 pytest.fail("no responses were written in time")
         finally:
-            proc.send_signal(signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         sent_before = len(state.seen)
         assert sent_before < 30, "the kill came after the sweep was done"

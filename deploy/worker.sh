@@ -1,0 +1,13 @@
+#!/bin/sh
+# A process worker on the `invarbench` pool: runs nightly sweeps, their batches and rescores in
+# subprocesses of this checkout. Start one per machine (or several); they share the work.
+#   PREFECT_API_URL  the server (default http://127.0.0.1:4200/api)
+#   WORKER_LIMIT     flow runs at once on this worker (default 4; at least 2, since a dispatched
+#                    sweep waits for its batches while holding one)
+set -eu
+cd "$(dirname "$0")/.."
+export DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false LITELLM_LOCAL_MODEL_COST_MAP=True
+export PREFECT_API_URL="${PREFECT_API_URL:-http://127.0.0.1:4200/api}"
+# The deployments' pull step starts every flow run here (deploy/prefect.yaml): no code is fetched.
+export INVARBENCH_HOME="$(pwd)"
+exec "${VENV:-.venv}/bin/prefect" worker start --pool invarbench --type process --limit "${WORKER_LIMIT:-4}"

@@ -1,0 +1,128 @@
+"""Scale-out: a sweep's (model, batch) units as flow runs that any worker on the pool may run.
+
+``sweep(dispatch=True)`` generates, validates and stores the items as usual, then creates one
+flow run of the ``sweep-batch/batch`` deployment per unit (:func:`dispatch_units`). A unit reads
+its items from the lake by id, and runs call → parse → score exactly as a local sweep does
+(:func:`flows.sweep.run_unit`). Each request belongs to exactly one unit and the ledger
+anti-join sends only what has no ``ok`` response yet, so the workers together store one response
+per request, also when a unit is run again after a crash.
+
+Workers on several machines must see the same lake (``warehouse.lake`` on shared storage) and the
+same configuration file path (relative to the repository checkout, or on shared storage). The
+parent reads the run's totals from the lake, not from the units' results: those stay on the
+machine that computed them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict
+from typing import Any, Callable, Sequence
+
+from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterState, FlowRunFilterStateType
+from prefect.client.schemas.objects import TERMINAL_STATES, FlowRun, StateType
+from prefect.deployments import run_deployment
+
+from flows.sweep import run_unit
+from tasks.call import CallStats
+from tasks.config import ConfigError, load_config
+from tasks.store import connect, query
+
+BATCH_DEPLOYMENT = "sweep-batch/batch"
+POLL_SECONDS = 2.0
+
+
+def require_server() -> None:
+    """Raise ConfigError unless a Prefect server is configured: ephemeral mode has no workers."""
+    if not os.environ.get("PREFECT_API_URL"):
+        raise ConfigError("dispatch needs a Prefect server and workers, but PREFECT_API_URL is not set; "
+                          "see deploy/README.md (make server, make deploy, make worker)")
+
+
+def load_items(lake: str, item_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The item rows of ``item_ids``, in that order; an id missing from the lake is an error."""
+    con = connect(lake)
+    try:
+        rows = query(con, "SELECT * FROM items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))", [list(item_ids)])
+    finally:
+        con.close()
+    by_id = {r["item_id"]: r for r in rows}
+    missing = [i for i in item_ids if i not in by_id]
+    if missing:
+        raise RuntimeError(f"{len(missing)} item(s) of this batch are not in the lake {lake} (first: {missing[0]}); "
+                           "workers on several machines need warehouse.lake on shared storage")
+    return [by_id[i] for i in item_ids]
+
+
+@flow(name="sweep-batch", log_prints=False)
+def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_id: str, model: str,
+                index: int, item_ids: list[str]) -> dict[str, Any]:
+    """One (model, batch) unit of a dispatched sweep: call, parse and score; returns the call stats."""
+    cfg = load_config(config_path, overrides)
+    rows = load_items(cfg.lake_path, item_ids)
+    return asdict(run_unit(cfg.lake_path, rows, model, cfg, run_id, index))
+
+
+def lake_totals(lake: str, run_id: str) -> CallStats:
+    """A run's call totals from the lake: requests recorded, responses received, errors among them."""
+    con = connect(lake)
+    try:
+        row = query(con, """
+            SELECT (SELECT count(*) FROM run_requests WHERE run_id = $1) AS requests,
+                   (SELECT count(*) FROM responses WHERE run_id = $1) AS sent,
+                   (SELECT count(*) FROM responses WHERE run_id = $1 AND status = 'error') AS errors""",
+                    [run_id])[0]
+    finally:
+        con.close()
+    return CallStats(requests=row["requests"], sent=row["sent"], cached=row["requests"] - row["sent"],
+                     errors=row["errors"])
+
+
+def _runs(ids: list[Any], states: set[StateType]) -> FlowRunFilter:
+    return FlowRunFilter(id=FlowRunFilterId(any_=ids), state=FlowRunFilterState(type=FlowRunFilterStateType(any_=list(states))))
+
+
+def wait_for(ids: list[Any], on_done: Callable[[int], None]) -> list[FlowRun]:
+    """Poll until every flow run of ``ids`` is final, calling ``on_done(n)`` whenever the number of
+    final ones changes; returns (up to 20 of) those that did not complete."""
+    if not ids:
+        return []
+    done = -1
+    with get_client(sync_client=True) as client:
+        while True:
+            # Counted, not listed: the API lists at most 200 runs per call, a sweep may have more units.
+            final = client.count_flow_runs(flow_run_filter=_runs(ids, TERMINAL_STATES))
+            if final != done:
+                done = final
+                on_done(done)
+            if done == len(ids):
+                return client.read_flow_runs(flow_run_filter=_runs(ids, TERMINAL_STATES - {StateType.COMPLETED}),
+                                             limit=20)
+            time.sleep(POLL_SECONDS)
+
+
+def dispatch_units(lake: str, config_path: str | None, overrides: dict[str, Any] | None, run_id: str,
+                   units: list[tuple[str, int]], batches: list[list[dict[str, Any]]],
+                   on_done: Callable[[int], None]) -> CallStats:
+    """Create one ``sweep-batch`` flow run per unit, wait for all, and return the run's totals.
+
+    Raises RuntimeError naming the units whose flow run did not complete.
+    """
+    runs = [
+        run_deployment(
+            BATCH_DEPLOYMENT, timeout=0, flow_run_name=f"{model}-batch-{i}",
+            # The same unit of the same run is one flow run, even if this loop is retried.
+            idempotency_key=f"{run_id}/{model}/{i}",
+            parameters={"config_path": config_path, "overrides": overrides, "run_id": run_id, "model": model,
+                        "index": i, "item_ids": [r["item_id"] for r in batches[i]]},
+        )
+        for model, i in units
+    ]
+    failed = wait_for([r.id for r in runs], on_done)
+    if failed:
+        raise RuntimeError("batch flow run(s) did not complete: "
+                           + ", ".join(f"{r.name} ({r.state_name})" for r in failed))
+    return lake_totals(lake, run_id)

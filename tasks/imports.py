@@ -1,0 +1,348 @@
+"""``invarbench import-responses``: responses produced elsewhere, stored and scored like any run.
+
+The file is CSV (UTF-8, a header row), JSONL (one JSON object per line) or Parquet, one row per
+response. Column names are exact (lower case); other columns are ignored and reported:
+
+======================  ==========================================================================
+``prompt`` / ``input``  the prompt (required; sent as one user message)
+``target`` / ``gold``   the gold answer (required)
+``prediction`` /        the model's raw reply (required; may be empty, which scores as unparsable)
+``response``
+``task``                task name (default ``imported``); it decides the parser, see below
+``family_id``           family of the item (default: one family per task and prompt)
+``variant``             variant within the family (default ``original``)
+``key_entities``        integer (default: the bin's lower edge, else 0)
+``bin``                 ``lo-hi`` or ``lo`` (default: ``key_entities`` alone; ``all`` when neither)
+======================  ==========================================================================
+
+Numbers are accepted where text is expected (a float with no fraction reads as an integer:
+``6.0`` → ``6``); a missing value (empty cell in a short CSV line, JSON ``null``, Parquet null or
+NaN) in a required column is an error.
+
+Parser (answer type) per task: a task name of the lissard suite uses the lissard ``Output:``-line
+parser and exact match (``text``), one of the symmetry suite the integer parser (``integer``), a
+geometry category the symbolic-equivalence parser (``math``). Any other task gets the integer
+parser when every gold of that task is an integer, else ``text``: exact match (whitespace
+normalised) of the reply's ``Output:`` line, or of the whole reply when it is a single line.
+
+Items are built with :class:`tasks.records.Item` (suite ``imported``) and pass the same Great
+Expectations validation as generated ones. Rows with the same prompt are samples 0, 1, ... of it
+in file order, so every row is its own request. Requests carry the route
+``imported / <model> / ''``; a request already answered in the ledger keeps its stored response
+(the import then counts it as cached, as a sweep would).
+
+Nothing is written until every row is decoded and the items are valid: a missing column, an empty
+file or an undecodable row raises :class:`ImportRejected` naming the row and column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import uuid
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tasks.call import request_row, lookup_ledger, trial_id
+from tasks.generate import dataset_id, item_row
+from tasks.records import Item, Request, Response, Route, canonical_json
+from tasks.score import parse_stage, score_stage
+from tasks.selection import Selection
+from tasks.store import now_utc, write_rows
+from tasks.suites import SUITES, suite_tasks
+from tasks.suites.base import family_id
+from tasks.validate import ValidationFailed, validate_items
+
+SUITE = "imported"
+VERSION = "1"
+PROVIDER = "imported"
+DEFAULT_TASK = "imported"
+DEFAULT_VARIANT = "original"
+
+# canonical name → accepted column names, in the order the module docstring gives them
+REQUIRED = {"prompt": ("prompt", "input"), "gold": ("target", "gold"), "response": ("prediction", "response")}
+OPTIONAL = ("task", "family_id", "variant", "bin", "key_entities")
+SUITE_ANSWER_TYPES = {"lissard": "text", "symmetry": "integer", "geometry": "math"}
+
+_INTEGER = re.compile(r"-?\d+")
+_BIN = re.compile(r"(\d+)(?:-(\d+))?")
+
+
+class ImportRejected(ValueError):
+    """The file cannot be imported; the message names the file, and the row and column when one is at fault."""
+
+
+@dataclass
+class Record:
+    """One decoded row: its canonical values and where it came from (for messages)."""
+
+    where: str
+    values: dict[str, Any]
+
+    @property
+    def task(self) -> str:
+        return self.values.get("task") or DEFAULT_TASK
+
+
+@dataclass
+class ImportPlan:
+    """Everything an import writes, built and validated before anything is written."""
+
+    source: str
+    model: str
+    items: list[dict[str, Any]]
+    requests: list[Request]
+    texts: dict[str, str]  # request_id → reply
+    answer_types: dict[str, str]
+    ignored_columns: list[str] = field(default_factory=list)
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+def _csv_rows(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ImportRejected(f"{path}: line {line}: not valid UTF-8") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, [])
+        rows = []
+        for fields in reader:
+            where = f"line {reader.line_num}"
+            if not any(f.strip() for f in fields):
+                continue
+            if len(fields) > len(header):
+                raise ImportRejected(f"{path}: {where}: {len(fields)} fields, the header has {len(header)}")
+            rows.append((where, dict(zip(header, fields))))  # a short line leaves its last columns missing
+    except csv.Error as exc:
+        raise ImportRejected(f"{path}: line {reader.line_num}: not valid CSV ({exc})") from None
+    return header, rows
+
+
+def _jsonl_rows(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    data = path.read_bytes()
+    rows, header = [], {}
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        where = f"line {number}"
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise ImportRejected(f"{path}: {where}: not valid UTF-8") from None
+        except json.JSONDecodeError as exc:
+            raise ImportRejected(f"{path}: {where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise ImportRejected(f"{path}: {where}: expected a JSON object, got {type(obj).__name__}")
+        header.update(dict.fromkeys(obj))
+        rows.append((where, obj))
+    return list(header), rows
+
+
+def _parquet_rows(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ImportRejected(f"{path}: not a readable Parquet file ({exc})") from None
+    return table.column_names, [(f"row {i}", row) for i, row in enumerate(table.to_pylist(), 1)]
+
+
+READERS = {".csv": _csv_rows, ".jsonl": _jsonl_rows, ".parquet": _parquet_rows}
+
+
+def resolve_columns(path: Path, header: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Map canonical names to the file's columns; returns (mapping, ignored columns)."""
+    mapping: dict[str, str] = {}
+    for name, accepted in REQUIRED.items():
+        present = [c for c in accepted if c in header]
+        if not present:
+            raise ImportRejected(f"{path}: missing column {accepted[0]!r} (or {accepted[1]!r}); "
+                                 f"columns found: {', '.join(header) or 'none'}")
+        if len(present) > 1:
+            raise ImportRejected(f"{path}: columns {present[0]!r} and {present[1]!r} both give the {name}; keep one")
+        mapping[name] = present[0]
+    mapping.update({name: name for name in OPTIONAL if name in header})
+    return mapping, sorted(set(header) - set(mapping.values()))
+
+
+def _text(value: Any) -> str | None:
+    """A cell as text: strings as they are, numbers printed (integral floats as integers), None when missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        raise TypeError("a boolean")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    raise TypeError(type(value).__name__)
+
+
+def decode(path: Path, header_rows: tuple[list[str], list[tuple[str, dict[str, Any]]]]) -> tuple[list[Record], list[str]]:
+    """Rows as records of canonical text values; raises ImportRejected naming row and column."""
+    header, rows = header_rows
+    if not rows:
+        raise ImportRejected(f"{path}: no rows to import (the file is empty)")
+    mapping, ignored = resolve_columns(path, header)
+    records = []
+    for where, row in rows:
+        values: dict[str, Any] = {}
+        for name, column in mapping.items():
+            try:
+                value = _text(row.get(column))
+            except TypeError as exc:
+                raise ImportRejected(f"{path}: {where}, column {column!r}: expected text or a number, got {exc}") from None
+            if name in REQUIRED:
+                if value is None:
+                    raise ImportRejected(f"{path}: {where}, column {column!r}: missing value")
+                if name != "response" and not value.strip():
+                    raise ImportRejected(f"{path}: {where}, column {column!r}: empty")
+            elif value is not None and not value.strip():
+                value = None  # an empty optional cell means "not given"
+            values[name] = value
+        records.append(Record(where, values))
+    return records, ignored
+
+
+# --- building -----------------------------------------------------------------------------------
+
+def known_task_answer_types() -> dict[str, str]:
+    """Answer type of every task name of the built-in suites."""
+    return {task: SUITE_ANSWER_TYPES[suite] for suite in SUITES for task in suite_tasks(suite)}
+
+
+def answer_types(records: list[Record]) -> dict[str, str]:
+    """The answer type of each task in the file (see the module docstring)."""
+    known = known_task_answer_types()
+    golds: dict[str, list[str]] = {}
+    for r in records:
+        golds.setdefault(r.task, []).append(r.values["gold"].strip())
+    return {task: known.get(task) or ("integer" if all(_INTEGER.fullmatch(g) for g in gs) else "text")
+            for task, gs in golds.items()}
+
+
+def _bin(path: Path, r: Record) -> tuple[int, str, int, int]:
+    """(key_entities, bin label, bin_lo, bin_hi) of a record, defaults filled in."""
+    ke_text, label = r.values.get("key_entities"), r.values.get("bin")
+    key_entities = None
+    if ke_text is not None:
+        if not _INTEGER.fullmatch(ke_text.strip()):
+            raise ImportRejected(f"{path}: {r.where}, column 'key_entities': {ke_text!r} is not an integer")
+        key_entities = int(ke_text)
+    if label is None:
+        if key_entities is None:
+            return 0, "all", 0, 0
+        return key_entities, str(key_entities), key_entities, key_entities
+    m = _BIN.fullmatch(label.strip())
+    if not m:
+        raise ImportRejected(f"{path}: {r.where}, column 'bin': {label!r} is not a bin label 'lo-hi' or 'lo'")
+    lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+    if key_entities is None:
+        key_entities = lo
+    if not lo <= key_entities <= hi:
+        raise ImportRejected(f"{path}: {r.where}: key_entities {key_entities} is outside its bin {label!r}")
+    return key_entities, label.strip(), lo, hi
+
+
+def build_item(path: Path, r: Record, answer_type: str) -> Item:
+    """The item a record answers."""
+    prompt = r.values["prompt"]
+    key_entities, label, lo, hi = _bin(path, r)
+    return Item(
+        suite=SUITE, task=r.task,
+        family_id=r.values.get("family_id") or family_id(SUITE, r.task, prompt=prompt),
+        variant=r.values.get("variant") or DEFAULT_VARIANT, prompt_style="",
+        key_entities=key_entities, bin=label, bin_lo=lo, bin_hi=hi,
+        messages=(("user", prompt),), gold=r.values["gold"].strip(), answer_type=answer_type,
+        generator=f"{SUITE}.{r.task}", generator_version=VERSION, seed=0,
+    )
+
+
+def plan_import(path: Path, model: str) -> ImportPlan:
+    """Read, decode, build and validate an import; raises ImportRejected, writes nothing."""
+    if path.suffix.lower() not in READERS:
+        raise ImportRejected(f"{path}: unsupported file type {path.suffix or '(none)'!r}; expected .csv, .jsonl or .parquet")
+    if not path.is_file():
+        raise ImportRejected(f"{path}: no such file")
+    if not model.strip():
+        raise ImportRejected("--model: a model name is needed")
+    records, ignored = decode(path, READERS[path.suffix.lower()](path))
+    types = answer_types(records)
+    route = Route(provider=PROVIDER, model=model, api_base="")
+    items: dict[str, Item] = {}
+    # Counted per prompt, not per item: two items with one prompt would otherwise be one request.
+    samples: Counter[tuple[tuple[str, str], ...]] = Counter()
+    requests, texts = [], {}
+    for r in records:
+        item = build_item(path, r, types[r.task])
+        items.setdefault(item.item_id, item)
+        sample_idx = samples[item.messages]
+        samples[item.messages] += 1
+        req = Request(trial_id=trial_id(item.item_id, asdict(route), {}, sample_idx), item_id=item.item_id,
+                      model=model, step="main", route=route, messages=item.messages, sampling={},
+                      sample_idx=sample_idx)
+        requests.append(req)
+        texts[req.request_id] = r.values["response"]
+    by_task: dict[str, list[Item]] = {}
+    for item in items.values():
+        by_task.setdefault(item.task, []).append(item)
+    rows = [item_row(item, dataset_id(SUITE, task, VERSION, {"items": sorted(i.item_id for i in task_items)}, 0))
+            for task, task_items in by_task.items() for item in task_items]
+    try:
+        validate_items(rows, batch_name="import")
+    except ValidationFailed as exc:
+        raise ImportRejected(f"{path}: the items fail validation:\n{exc}") from None
+    return ImportPlan(source=str(path), model=model, items=rows, requests=requests, texts=texts,
+                      answer_types=types, ignored_columns=ignored)
+
+
+# --- storing ------------------------------------------------------------------------------------
+
+def _run_row(run_id: str, plan: ImportPlan, status: str, started: Any, **counts: Any) -> dict[str, Any]:
+    return {
+        "run_id": run_id, "flow_run_id": "", "kind": "import", "status": status, "started_at": started,
+        "updated_at": now_utc(), "models": canonical_json([plan.model]), "n_items": len(plan.items),
+        "config": canonical_json({"source": plan.source, "model": plan.model, "answer_types": plan.answer_types,
+                                  "ignored_columns": plan.ignored_columns}),
+        **counts,
+    }
+
+
+def store_import(plan: ImportPlan, lake: str) -> dict[str, Any]:
+    """Write the plan as a run (items, requests, responses), then parse and score it; returns a summary."""
+    run_id = f"{now_utc():%Y%m%dT%H%M%S}-import-{uuid.uuid4().hex[:8]}"
+    started = now_utc()
+    write_rows(lake, "runs", [_run_row(run_id, plan, "running", started)])
+    # Items are content-addressed: one already in the lake is the same item, and the items view keeps one.
+    write_rows(lake, "items", plan.items)
+    write_rows(lake, "requests", [request_row(run_id, req, 0) for req in plan.requests])
+    ledger = lookup_ledger(lake, [req.request_id for req in plan.requests])
+    fresh = [req for req in plan.requests if req.request_id not in ledger]
+    write_rows(lake, "responses", [asdict(Response(
+        response_id=uuid.uuid4().hex, request_id=req.request_id, run_id=run_id, model=plan.model, status="ok",
+        text=plan.texts[req.request_id], error=None, attempts=0, latency_s=None, prompt_tokens=None,
+        completion_tokens=None, created_at=now_utc())) for req in fresh])
+    selection = Selection(run_ids=(run_id,))
+    parsed = parse_stage(lake, selection)
+    scored = score_stage(lake, selection, run_id)
+    cached = len(plan.requests) - len(fresh)
+    message = (f"imported {len(fresh)} response(s) from {plan.source}"
+               + (f"; {cached} already in the ledger kept their stored response" if cached else ""))
+    write_rows(lake, "runs", [_run_row(run_id, plan, "completed", started, n_requests=len(plan.requests),
+                                       n_sent=0, n_cached=cached, n_errors=0, message=message)])
+    return {"run_id": run_id, "items": len(plan.items), "requests": len(plan.requests), "stored": len(fresh),
+            "cached": cached, "parsed": parsed.written, "scored": scored.written, "answer_types": plan.answer_types,
+            "ignored_columns": plan.ignored_columns, "message": message}

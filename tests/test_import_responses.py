@@ -1,0 +1,217 @@
+"""``invarbench import-responses``: round trips per format, and every malformed input rejected.
+
+The files are written here; the CLI runs in-process (typer's runner) on a warehouse under
+tmp_path, and the lake is read back with DuckDB. Import calls no model and starts no Prefect.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from conftest import lake_files, write_config
+from flows.cli import app
+from tasks.imports import Record, answer_types
+from tasks.store import connect, query
+
+# One row per response: (task, prompt, target, prediction, extra columns) → expected score status.
+ROWS = [
+    ({"task": "closure", "prompt": "1+1+1+1+1", "target": "5", "prediction": "Answer: 5"}, "correct"),
+    ({"task": "closure", "prompt": "1+1+1+1+1", "target": "5", "prediction": "Answer: 6"}, "wrong"),  # sample 1
+    ({"task": "list_intersection", "prompt": "A: Nan Bo\nB: Cy Di", "target": "None",
+      "prediction": "No common names.\nOutput: None"}, "correct"),
+    ({"task": "dyck", "prompt": "Close: ( [", "target": "] )", "prediction": "Hmm.\nI am not sure."}, "unparsable"),
+    ({"task": "length", "prompt": "Distance from (0,0) to (2,4)?", "target": "2*sqrt(5)",
+      "prediction": "Answer: sqrt(20)"}, "correct"),
+    ({"task": "capital_sums", "prompt": "Sum of 2 and 40?", "target": "42", "prediction": "It is forty two"}, "correct"),
+    ({"task": "capitals", "prompt": "Capital of France?", "target": "Paris", "prediction": "Paris",
+      "family_id": "fr", "variant": "en", "key_entities": "1", "bin": "1-3"}, "correct"),
+    ({"task": "capitals", "prompt": "Capitale de la France ?", "target": "Paris", "prediction": "Lyon",
+      "family_id": "fr", "variant": "fr", "key_entities": "1", "bin": "1-3"}, "wrong"),
+]
+COLUMNS = ["task", "prompt", "target", "prediction", "family_id", "variant", "key_entities", "bin"]
+EXPECTED_TYPES = {"closure": "integer", "list_intersection": "text", "dyck": "text", "length": "math",
+                  "capital_sums": "integer", "capitals": "text"}
+
+
+def records() -> list[dict]:
+    return [{c: row.get(c) for c in COLUMNS} for row, _ in ROWS]
+
+
+def write_csv(path, rows, columns=COLUMNS):
+    import csv
+
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows([{c: "" if r.get(c) is None else r[c] for c in columns} for r in rows])
+    return path
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if v is not None}) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
+def write_parquet(path, rows):
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+WRITERS = {"csv": write_csv, "jsonl": write_jsonl, "parquet": write_parquet}
+
+
+@pytest.fixture
+def config(tmp_path):
+    return write_config(tmp_path / "invarbench.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, list(args))
+
+
+def lake(tmp_path, sql, params=None):
+    con = connect(str(tmp_path / "wh" / "lake"))
+    try:
+        return query(con, sql, params)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("fmt", sorted(WRITERS))
+def test_round_trip(fmt, tmp_path, config):
+    source = WRITERS[fmt](tmp_path / f"responses.{fmt}", records())
+    result = invoke("import-responses", str(source), "--model", "ext-model", "--config", str(config))
+    assert result.exit_code == 0, result.output
+    assert "accuracy per task and bin" in result.output and f"imported {len(ROWS)} response(s)" in result.output
+
+    [run] = lake(tmp_path, "SELECT * FROM runs")
+    assert (run["kind"], run["status"], run["models"], run["n_items"], run["n_requests"]) == (
+        "import", "completed", '["ext-model"]', len(ROWS) - 1, len(ROWS))  # the repeated closure row is one item
+
+    items = lake(tmp_path, "SELECT DISTINCT suite, task, answer_type FROM items")
+    assert {(i["task"], i["answer_type"]) for i in items} == set(EXPECTED_TYPES.items())
+    assert {i["suite"] for i in items} == {"imported"}
+
+    requests = lake(tmp_path, "SELECT DISTINCT provider, route_model, api_base, model FROM run_requests")
+    assert requests == [{"provider": "imported", "route_model": "ext-model", "api_base": "", "model": "ext-model"}]
+    responses = lake(tmp_path, "SELECT status, count(*) AS n FROM responses GROUP BY ALL")
+    assert responses == [{"status": "ok", "n": len(ROWS)}]
+
+    scored = lake(tmp_path, """
+        SELECT i.task, i.variant, ts.sample_idx, ts.status, i.gold, i.family_id, i.bin, i.key_entities
+        FROM trial_scores ts JOIN items i USING (item_id) ORDER BY i.task, i.variant, ts.sample_idx""")
+    expected = sorted(((row["task"], row.get("variant") or "original", status) for row, status in ROWS))
+    got = sorted((s["task"], s["variant"], s["status"]) for s in scored)
+    assert got == expected
+    assert [s["sample_idx"] for s in scored if s["task"] == "closure"] == [0, 1]
+    assert {s["gold"] for s in scored if s["task"] == "list_intersection"} == {"None"}  # a string, never a null
+    capitals = [s for s in scored if s["task"] == "capitals"]
+    assert {(s["family_id"], s["bin"], s["key_entities"]) for s in capitals} == {("fr", "1-3", 1)}
+
+
+def test_formats_agree_and_a_reimport_stores_nothing_new(tmp_path, config):
+    """The same rows in any format are the same items and requests; importing again keeps the ledger."""
+    ids = {}
+    for fmt, writer in WRITERS.items():
+        source = writer(tmp_path / f"r.{fmt}", records())
+        assert invoke("import-responses", str(source), "--model", "m", "--config", str(config)).exit_code == 0
+    runs = lake(tmp_path, "SELECT run_id, n_cached FROM runs ORDER BY started_at")
+    assert [r["n_cached"] for r in runs] == [0, len(ROWS), len(ROWS)]
+    for r in runs:
+        ids[r["run_id"]] = {x["request_id"] for x in lake(
+            tmp_path, "SELECT request_id FROM run_requests WHERE run_id = ?", [r["run_id"]])}
+    assert len({frozenset(v) for v in ids.values()}) == 1
+    assert lake(tmp_path, "SELECT count(*) AS n FROM responses") == [{"n": len(ROWS)}]
+
+
+def test_one_prompt_in_two_items_is_two_requests(tmp_path, config):
+    """Sample indices count per prompt, so no two rows share a request (or its one response)."""
+    rows = [{"task": "a", "prompt": "Same?", "target": "yes", "prediction": "yes"},
+            {"task": "b", "prompt": "Same?", "target": "no", "prediction": "yes"}]
+    result = invoke("import-responses", str(write_jsonl(tmp_path / "r.jsonl", rows)), "--model", "m",
+                    "--config", str(config))
+    assert result.exit_code == 0, result.output
+    per_request = lake(tmp_path, "SELECT request_id, count(*) AS n FROM responses GROUP BY ALL")
+    assert len(per_request) == 2 and {r["n"] for r in per_request} == {1}
+    scored = lake(tmp_path, "SELECT i.task, ts.status FROM trial_scores ts JOIN items i USING (item_id) ORDER BY 1")
+    assert scored == [{"task": "a", "status": "correct"}, {"task": "b", "status": "wrong"}]
+
+
+def test_answer_types_of_unknown_tasks_follow_their_golds():
+    def rec(task, gold):
+        return Record("line 1", {"task": task, "gold": gold})
+
+    assert answer_types([rec("a", "12"), rec("a", "-3"), rec("b", "12"), rec("b", "1.5"), rec("dyck", "7")]) == {
+        "a": "integer", "b": "text", "dyck": "text"}
+
+
+def raw(path, content):
+    """Write ``content`` (text or bytes) as it is; returns the path."""
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def zero_rows_parquet(path):
+    pq.write_table(pa.table({c: pa.array([], pa.string()) for c in ("prompt", "target", "prediction")}), path)
+    return path
+
+
+GOOD = {"prompt": "q", "target": "1", "prediction": "1"}
+HEADER = "prompt,target,prediction\n"
+
+# case → (write the file under a folder, text the message must contain)
+MALFORMED = {
+    "missing target column": (lambda d: write_csv(d / "a.csv", [GOOD], ["prompt", "prediction"]),
+                              "missing column 'target' (or 'gold')"),
+    "missing prediction column": (lambda d: write_jsonl(d / "a.jsonl", [{"input": "q", "gold": "1"}]),
+                                  "missing column 'prediction' (or 'response')"),
+    "two prompt columns": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "input": "q"}]),
+                           "columns 'prompt' and 'input' both give the prompt"),
+    "empty csv": (lambda d: raw(d / "a.csv", b""), "no rows to import"),
+    "header only csv": (lambda d: raw(d / "a.csv", HEADER), "no rows to import"),
+    "empty jsonl": (lambda d: raw(d / "a.jsonl", "\n"), "no rows to import"),
+    "empty parquet": (lambda d: zero_rows_parquet(d / "a.parquet"), "no rows to import"),
+    "invalid json line": (lambda d: raw(d / "a.jsonl", json.dumps(GOOD) + '\n{"prompt": "q",\n'),
+                          "line 2: not valid JSON"),
+    "json line not an object": (lambda d: raw(d / "a.jsonl", json.dumps(GOOD) + "\n[1, 2]\n"),
+                                "line 2: expected a JSON object, got list"),
+    "invalid utf-8": (lambda d: raw(d / "a.csv", HEADER.encode() + b"q,1,1\nq2,\xff\xfe,2\n"),
+                      "line 3: not valid UTF-8"),
+    "too many csv fields": (lambda d: raw(d / "a.csv", HEADER + "q,1,1,extra\n"), "line 2: 4 fields, the header has 3"),
+    "short csv line": (lambda d: raw(d / "a.csv", HEADER + "q,1,1\nq2,2\n"), "line 3, column 'prediction': missing value"),
+    "null prediction": (lambda d: write_jsonl(d / "a.jsonl", [GOOD, {"prompt": "q2", "target": "2"}]),
+                        "line 2, column 'prediction': missing value"),
+    "list as gold": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "target": [1]}]),
+                     "line 1, column 'target': expected text or a number, got list"),
+    "blank gold": (lambda d: raw(d / "a.csv", HEADER + "q,1,1\nq2, ,2\n"), "line 3, column 'target': empty"),
+    "null gold in parquet": (lambda d: write_parquet(d / "a.parquet", [GOOD, {**GOOD, "target": None}]),
+                             "row 2, column 'target': missing value"),
+    "key_entities not an integer": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "key_entities": "many"}]),
+                                    "line 1, column 'key_entities': 'many' is not an integer"),
+    "bad bin label": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "bin": "short"}]),
+                      "line 1, column 'bin': 'short' is not a bin label"),
+    "key_entities outside its bin": (lambda d: write_jsonl(d / "a.jsonl", [GOOD, {**GOOD, "key_entities": 9, "bin": "1-8"}]),
+                                     "line 2: key_entities 9 is outside its bin '1-8'"),
+    "not parquet": (lambda d: raw(d / "a.parquet", HEADER), "not a readable Parquet file"),
+    "unsupported type": (lambda d: raw(d / "a.txt", "q\n"), "unsupported file type '.txt'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_input_exits_2_and_stores_nothing(case, tmp_path, config):
+    make, expected = MALFORMED[case]
+    source = make(tmp_path)
+    result = invoke("import-responses", str(source), "--model", "m", "--config", str(config))
+    assert result.exit_code == 2, (case, result.output)
+    assert expected in " ".join(result.output.split()), (case, result.output)
+    assert str(source) in " ".join(result.output.split())
+    assert lake_files(tmp_path / "wh") == []

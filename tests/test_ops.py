@@ -1,0 +1,299 @@
+"""Operations against a real Prefect server started here: deployments, workers, shared limits.
+
+One server (``prefect server start`` on a free loopback port, its own PREFECT_HOME) and two
+process workers on the ``invarbench`` pool serve the whole module; ``python -m flows.deploy``
+(what ``make deploy`` runs) registers the pool, the limits and the deployments. The fake
+OpenAI-compatible server (tests/fakes.py) stands in for a paid API. Every process started here is
+stopped by its process group id at the end of the module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter,
+                                            FlowRunFilterParentFlowRunId)
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+from conftest import REPO, fake_model_config, run_cli
+from fakes import FakeProvider, FakeServer
+from tasks.config import ConfigError, load_config
+from tasks.limits import LimitSpec, SharedLimiter, SharedLimitError, ensure_limits, limit_slug, limit_specs
+from tasks.store import connect, query
+
+PREFECT = str(Path(sys.executable).parent / "prefect")
+TIMEZONE = "Europe/Berlin"
+RUN_TIMEOUT_S = 300
+
+
+# --- pure parts: no server ---------------------------------------------------------------------
+
+def test_limit_specs_follow_the_model_config(tmp_path):
+    cfg = load_config(fake_model_config(tmp_path, "http://127.0.0.1:9/v1", model_extra={
+        "concurrency": 8, "requests_per_minute": 120, "tokens_per_minute": 6000}))
+    specs = limit_specs("fake", cfg.model("fake"))
+    assert [(s.name, s.limit, s.slot_decay_per_second) for s in specs] == [
+        ("invarbench-fake-concurrency", 8, 0.0), ("invarbench-fake-rpm", 120, 2.0), ("invarbench-fake-tpm", 6000, 100.0)]
+    # A call occupies one request slot and its tokens, never more than the bucket holds.
+    assert specs[1].slots(500) == 1 and specs[2].slots(500) == 500 and specs[2].slots(10**6) == 6000
+    # Names Prefect refuses ("/") are escaped; the hash keeps "a/b" and "a-b" apart.
+    assert limit_slug("gpt-4o-mini") == "gpt-4o-mini"
+    assert limit_slug("openai/gpt") != limit_slug("openai-gpt") and "/" not in limit_slug("openai/gpt")
+
+
+def test_prefect_section_is_validated(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[prefect]\ntimezone = "Europe/Berlin"\n')
+    assert load_config(cfg).prefect.timezone == "Europe/Berlin"
+    cfg.write_text('[prefect]\ntimezone = "Mars/Olympus"\n')
+    with pytest.raises(ConfigError, match="prefect.timezone: unknown timezone 'Mars/Olympus'"):
+        load_config(cfg)
+    cfg.write_text('[prefect]\ntimezon = "UTC"\n')
+    with pytest.raises(ConfigError, match="prefect.timezon: unknown key"):
+        load_config(cfg)
+
+
+def test_dispatch_without_a_server_is_refused(tmp_path, monkeypatch):
+    from flows.sweep import sweep
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    with FakeServer() as fake:
+        cfg = fake_model_config(tmp_path, fake.api_base)
+        with pytest.raises(ConfigError, match="PREFECT_API_URL is not set"):
+            sweep(str(cfg), dispatch=True)
+        assert fake.state.seen == []
+
+
+# --- a real server and real workers -----------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a process started here with its own session, and its children (flow-run subprocesses)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@dataclass
+class Ops:
+    """The module's server and the log files of its two workers."""
+
+    api: str
+    workers: list[Path]
+
+    def settings(self):
+        """Point this process at the server (the session's test harness is another one)."""
+        return temporary_settings(updates={PREFECT_API_URL: self.api})
+
+    def client(self):
+        """A sync client; use inside ``settings()``."""
+        return get_client(sync_client=True)
+
+
+@pytest.fixture(scope="module")
+def ops(tmp_path_factory):
+    """A Prefect server, the deployments of deploy/prefect.yaml, and two process workers."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": api, "DO_NOT_TRACK": "1",
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
+           "PREFECT_WORKER_QUERY_SECONDS": "1", "INVARBENCH_HOME": str(REPO)}
+    procs: list[subprocess.Popen] = []
+    logs: list[Path] = []
+
+    def start(name: str, *args: str) -> subprocess.Popen:
+        log = home / f"{name}.log"
+        logs.append(log)
+        proc = subprocess.Popen([PREFECT, *args], cwd=REPO, env=env, stdout=log.open("wb"),
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(proc)
+        return proc
+
+    try:
+        server = start("server", "server", "start", "--host", "127.0.0.1", "--port", str(port))
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, logs[0].read_text()
+            time.sleep(0.5)
+
+        base = tmp_path_factory.mktemp("deploy")
+        cfg = fake_model_config(base, "http://127.0.0.1:9/v1", model_extra={"concurrency": 3})
+        with cfg.open("a") as f:
+            f.write(f'\n[prefect]\ntimezone = "{TIMEZONE}"\n')
+        deployed = subprocess.run([sys.executable, "-m", "flows.deploy", "--config", str(cfg)], cwd=REPO, env=env,
+                                  capture_output=True, text=True, timeout=300)
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        workers = [home / f"worker-{i}.log" for i in range(2)]
+        for i in range(2):
+            start(f"worker-{i}", "worker", "start", "--pool", "invarbench", "--type", "process", "--limit", "2",
+                  "--name", f"worker-{i}")
+        yield Ops(api=api, workers=workers)
+    finally:
+        for proc in reversed(procs):
+            stop(proc)
+
+
+def run_and_wait(ops: Ops, deployment: str, parameters: dict):
+    """Trigger a deployment run and wait until it is final; returns the flow run."""
+    with ops.settings(), ops.client() as client:
+        dep = client.read_deployment_by_name(deployment)
+        run = client.create_flow_run_from_deployment(dep.id, parameters=parameters)
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while True:
+            run = client.read_flow_run(run.id)
+            if run.state.is_final():
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"{deployment} run not final after {RUN_TIMEOUT_S} s:\n" + worker_logs(ops))
+            time.sleep(1)
+        assert run.state.is_completed(), f"{run.state}\n" + worker_logs(ops)
+        return run
+
+
+def child_runs(ops: Ops, parent_id):
+    """The batch flow runs a dispatched sweep created (its subflow runs)."""
+    with ops.settings(), ops.client() as client:
+        return client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent_id])))
+
+
+def worker_logs(ops: Ops) -> str:
+    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in ops.workers)
+
+
+def lake_query(warehouse: Path, sql: str, params=None):
+    con = connect(str(warehouse / "lake"))
+    try:
+        return query(con, sql, params)
+    finally:
+        con.close()
+
+
+def assert_one_ok_response_per_request(warehouse: Path, run_id: str) -> int:
+    """Every request of the run has exactly one response, and it is ok; returns the request count."""
+    rows = lake_query(warehouse, """
+        SELECT r.request_id, count(s.response_id) AS n, count(*) FILTER (WHERE s.status = 'ok') AS ok
+        FROM (SELECT DISTINCT request_id FROM run_requests WHERE run_id = ?) r
+        LEFT JOIN responses s USING (request_id) GROUP BY r.request_id""", [run_id])
+    assert rows and all(r["n"] == 1 and r["ok"] == 1 for r in rows), [r for r in rows if r["n"] != 1 or r["ok"] != 1]
+    return len(rows)
+
+
+@pytest.mark.slow
+def test_deployments_registered_and_a_worker_runs_the_nightly_sweep(ops, tmp_path):
+    with ops.settings(), ops.client() as client:
+        nightly = client.read_deployment_by_name("sweep/nightly-sweep")
+        assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in nightly.schedules] == [("0 2 * * *", TIMEZONE, True)]
+        assert nightly.work_pool_name == "invarbench" and nightly.parameters["dispatch"] is True
+        assert nightly.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": "{{ $INVARBENCH_HOME }}"}}]
+        assert client.read_deployment_by_name("rescore/rescore").entrypoint == "flows/rescore.py:rescore"
+        assert client.read_deployment_by_name("sweep-batch/batch").entrypoint == "flows/batch.py:sweep_batch"
+        assert client.read_work_pool("invarbench").type == "process"
+        assert client.read_global_concurrency_limit_by_name("invarbench-fake-concurrency").limit == 3
+
+    with FakeServer() as fake:
+        cfg = fake_model_config(tmp_path, fake.api_base, n_max=20, sweep_extra={"batch_size": 2})
+        run = run_and_wait(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
+    children = child_runs(ops, run.id)
+    assert len(children) == 2 and all(c.state.is_completed() for c in children)  # 4 items in batches of 2
+
+    wh = tmp_path / "wh"
+    [row] = lake_query(wh, "SELECT * FROM runs")
+    assert (row["kind"], row["status"], row["flow_run_id"]) == ("sweep", "completed", str(run.id))
+    assert (row["n_items"], row["n_requests"], row["n_sent"], row["n_errors"]) == (4, 4, 4, 0)
+    assert assert_one_ok_response_per_request(wh, row["run_id"]) == 4 == len(fake.state.seen)
+    assert lake_query(wh, "SELECT status, count(*) AS n FROM scores GROUP BY ALL") == [{"status": "correct", "n": 4}]
+
+    with ops.settings(), ops.client() as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))
+    by_type = {a.type: a for a in artifacts}
+    assert by_type["progress"].data == 100.0 and by_type["progress"].key == "sweep-progress"
+    assert row["run_id"] in by_type["markdown"].data
+
+    listed = run_cli("runs", "--format", "json", "--config", str(cfg))
+    assert listed.returncode == 0, listed.stderr
+    [shown] = json.loads(listed.stdout)
+    assert {k: shown[k] for k in ("flow_run_id", "status", "models", "n_items", "n_requests", "n_errors")} == {
+        "flow_run_id": str(run.id), "status": "completed", "models": '["fake"]', "n_items": 4, "n_requests": 4,
+        "n_errors": 0}
+
+
+@pytest.mark.slow
+def test_two_workers_share_a_sweep_under_one_global_limit(ops, tmp_path):
+    """Concurrency 16 in each process, 2 in the shared limit: the provider never sees 3 at once."""
+    shared = 2
+    with ops.settings():  # a model of its own, so the limit does not depend on the other tests
+        ensure_limits([LimitSpec("invarbench-shared-fake-concurrency", shared)])
+    state = FakeProvider(delay_s=0.5)
+    with FakeServer(state) as fake:
+        cfg = fake_model_config(tmp_path, fake.api_base, name="shared-fake", n_max=60,
+                                model_extra={"concurrency": 16}, sweep_extra={"batch_size": 3})
+        run = run_and_wait(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
+    children = child_runs(ops, run.id)
+    assert len(children) == 4 and all(c.state.is_completed() for c in children)
+
+    # Both workers ran batches of this sweep (each takes at most 2 flow runs at once).
+    logs = [p.read_text(errors="replace") for p in ops.workers]
+    assert all(any(str(c.id) in log for c in children) for log in logs), worker_logs(ops)
+
+    [row] = lake_query(tmp_path / "wh", "SELECT run_id FROM runs")
+    assert assert_one_ok_response_per_request(tmp_path / "wh", row["run_id"]) == 12
+    assert len(state.seen) == 12 and len(set(state.contents())) == 12  # sent once each, none missing
+    assert state.max_in_flight == shared, state.max_in_flight  # reached, never exceeded
+
+
+@pytest.mark.slow
+def test_a_missing_shared_limit_stops_the_call_stage(ops, tmp_path, monkeypatch):
+    """strict=True: a model whose limits were never created sends nothing instead of running unlimited."""
+    from tasks.call import run_calls
+    from tasks.generate import generate_task, item_row
+    from tasks.models import RateLimiter
+
+    monkeypatch.setenv("PREFECT_API_URL", ops.api)
+    with FakeServer() as fake, ops.settings():
+        cfg = load_config(fake_model_config(tmp_path, fake.api_base, name="never-deployed"))
+        dataset, items = generate_task("symmetry", "closure", cfg.task_params("symmetry", "closure"), 0)
+        rows = [item_row(i, dataset) for i in items]
+        with pytest.raises(SharedLimitError, match="invarbench-never-deployed-concurrency"):
+            run_calls(rows, "never-deployed", cfg.model("never-deployed"), "r1", cfg.lake_path)
+        assert fake.state.seen == []
+
+        # The acquisition itself is strict too (a limit deleted after the batch started).
+        called = []
+
+        async def call():
+            called.append(1)
+
+        limiter = SharedLimiter(RateLimiter(cfg.model("never-deployed")),
+                                limit_specs("never-deployed", cfg.model("never-deployed")))
+        with pytest.raises(SharedLimitError, match="must be created before acquiring slots"):
+            asyncio.run(limiter.run(10, call))
+        assert called == []
+    assert lake_query(tmp_path / "wh", "SELECT count(*) AS n FROM responses") == [{"n": 0}]
