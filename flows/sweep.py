@@ -88,13 +88,19 @@ def call_stage(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, r
 @task(name="parse", task_run_name="parse-{model}-batch-{index}", cache_policy=NONE)
 def parse_batch(lake: str, selection: Selection, model: str, index: int) -> StageStats:
     """Parse the batch's new responses."""
-    return parse_stage(lake, selection)
+    with progress.stage(f"parse {model} batch {index}", 1) as advance:
+        stats = parse_stage(lake, selection)
+        advance(1)
+    return stats
 
 
 @task(name="score", task_run_name="score-{model}-batch-{index}", cache_policy=NONE)
 def score_batch(lake: str, selection: Selection, run_id: str, model: str, index: int) -> StageStats:
     """Score the batch's trials."""
-    return score_stage(lake, selection, run_id)
+    with progress.stage(f"score {model} batch {index}", 1) as advance:
+        stats = score_stage(lake, selection, run_id)
+        advance(1)
+    return stats
 
 
 def run_unit(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
@@ -177,20 +183,27 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     run_id = f"{now_utc():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
 
     rows: list[dict[str, Any]] = []
-    for suite, task_name in cfg.selected_tasks():
-        rows.extend(generate_stage(suite, task_name, cfg.task_params(suite, task_name), cfg.sweep.seed))
+    selected = cfg.selected_tasks()
+    with progress.stage("generate", len(selected)) as advance:
+        for suite, task_name in selected:
+            rows.extend(generate_stage(suite, task_name, cfg.task_params(suite, task_name), cfg.sweep.seed))
+            advance(1)
     if cfg.sweep.datasets:
         rows.extend(stored_datasets_stage(lake, cfg.sweep.datasets))
     rows, dropped = dedupe(rows)
     batches = chunks(rows, size)
-    for i, batch in enumerate(batches):
-        validate_stage(batch, i)
+    with progress.stage("validate", len(batches)) as advance:
+        for i, batch in enumerate(batches):
+            validate_stage(batch, i)
+            advance(1)
     logger.info("generated %d items (%d duplicates dropped) in %d batch(es)", len(rows), dropped, len(batches))
 
     started = now_utc()
     write_rows(lake, "runs", [_run_row(run_id, cfg, "running", started_at=started, n_items=len(rows))])
-    for i, batch in enumerate(batches):
-        store_items_stage(lake, batch, i)
+    with progress.stage("store items", len(batches)) as advance:
+        for i, batch in enumerate(batches):
+            store_items_stage(lake, batch, i)
+            advance(1)
 
     units = [(model, i) for model in cfg.sweep.models for i in range(len(batches))]
     progress_id = create_progress_artifact(

@@ -129,7 +129,7 @@ def test_requests_per_minute_and_concurrency_limits(tmp_path):
 
 def test_sigkill_mid_sweep_then_resume(tmp_path):
     """Kill -9 a sweep after some responses are stored; the rerun completes with no duplicates."""
-    state = FakeProvider(delay_s=0.25)
+    state = FakeProvider(delay_s=0.5)
     with FakeServer(state) as server:
         cfg = fake_model_config(tmp_path, server.api_base, n_max=150, model_extra={"concurrency": 1})
         env = {**os.environ}
@@ -150,6 +150,12 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
                 time.sleep(0.1)
             else:
                 pytest.fail("no responses were written in time")
+            # The warehouse answers SQL while the sweep is writing to it.
+            live = run_cli("sql", "--format", "json", "--config", str(cfg),
+                           "SELECT count(*) AS n FROM responses WHERE status = 'ok'")
+            assert live.returncode == 0, live.stderr
+            assert json.loads(live.stdout)[0]["n"] >= 10
+            assert proc.poll() is None, "the sweep must still be running"
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
