@@ -1,5 +1,17 @@
 -- Marts: the metric views users query.
 
+-- Wilson score interval of k successes in n trials (NULL when n = 0), clamped to [0, 1] against
+-- rounding (k = 0 otherwise gives -1e-17).
+CREATE OR REPLACE MACRO wilson_lo(k, n, z := 1.959963984540054) AS
+    CASE WHEN n > 0 THEN greatest(0.0,
+        (k / n + z * z / (2 * n) - z * sqrt(k / n * (1 - k / n) / n + z * z / (4 * n * n))) / (1 + z * z / n))
+    END;
+
+CREATE OR REPLACE MACRO wilson_hi(k, n, z := 1.959963984540054) AS
+    CASE WHEN n > 0 THEN least(1.0,
+        (k / n + z * z / (2 * n) + z * sqrt(k / n * (1 - k / n) / n + z * z / (4 * n * n))) / (1 + z * z / n))
+    END;
+
 -- Accuracy per (model, suite, task, variant, prompt style, bin) with a Wilson 95% interval.
 -- Errors and unparsable answers are counted apart and are not in the accuracy denominator's
 -- "wrong": accuracy = n_correct / n_scored, where n_scored = correct + wrong + unparsable.
@@ -19,17 +31,7 @@ WITH counts AS (
 SELECT
     *,
     CASE WHEN n_scored > 0 THEN n_correct / n_scored END AS accuracy,
-    CASE WHEN n_scored > 0 THEN
-        (n_correct / n_scored + 1.959963984540054^2 / (2 * n_scored)
-         - 1.959963984540054 * sqrt(n_correct / n_scored * (1 - n_correct / n_scored) / n_scored
-                                    + 1.959963984540054^2 / (4 * n_scored^2)))
-        / (1 + 1.959963984540054^2 / n_scored)
-    END AS wilson_lo,
-    CASE WHEN n_scored > 0 THEN
-        (n_correct / n_scored + 1.959963984540054^2 / (2 * n_scored)
-         + 1.959963984540054 * sqrt(n_correct / n_scored * (1 - n_correct / n_scored) / n_scored
-                                    + 1.959963984540054^2 / (4 * n_scored^2)))
-        / (1 + 1.959963984540054^2 / n_scored)
-    END AS wilson_hi
+    wilson_lo(n_correct, n_scored) AS wilson_lo,
+    wilson_hi(n_correct, n_scored) AS wilson_hi
 FROM counts
 ORDER BY model, suite, task, variant, prompt_style, bin_lo;

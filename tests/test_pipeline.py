@@ -154,18 +154,20 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
             live = run_cli("sql", "--format", "json", "--config", str(cfg),
                            "SELECT count(*) AS n FROM responses WHERE status = 'ok'")
             assert live.returncode == 0, live.stderr
-            assert json.loads(live.stdout)[0]["n"] >= 10
+            assert json.loads(live.stdout)[0]["n"] >= 1
             assert proc.poll() is None, "the sweep must still be running"
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         sent_before = len(state.seen)
         assert sent_before < 30, "the kill came after the sweep was done"
+        stored = lake_query(tmp_path / "wh", "SELECT count(*) AS n FROM responses WHERE status = 'ok'")[0]["n"]
+        assert stored >= 1
 
         summary = sweep(str(cfg))
+    # What the killed run stored is not sent again; everything else (in flight included) is.
     assert summary["requests"] == 30
-    assert summary["cached"] >= 10  # what the killed run stored was not sent again
-    assert summary["sent"] == 30 - summary["cached"]
+    assert summary["cached"] == stored and summary["sent"] == 30 - stored
 
     parquet = [p for p in lake_files(tmp_path / "wh") if p.suffix == ".parquet"]
     assert parquet
