@@ -39,7 +39,7 @@ def require_server() -> None:
     """Raise ConfigError unless a Prefect server is configured: ephemeral mode has no workers."""
     if not os.environ.get("PREFECT_API_URL"):
         raise ConfigError("dispatch needs a Prefect server and workers, but PREFECT_API_URL is not set; "
-                          "see deploy/README.md (make server, make deploy, make worker)")
+                          "see the README, section \"Operations\" (make server, make deploy, make worker)")
 
 
 def load_items(lake: str, item_ids: Sequence[str]) -> list[dict[str, Any]]:

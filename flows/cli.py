@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
@@ -376,6 +377,9 @@ def import_responses(
 
 def main() -> None:
     """Console-script entry point."""
+    # llama-cpp-python keeps two /dev/null handles open for the life of the process; the
+    # interpreter's exit would otherwise report them under every table this CLI prints.
+    warnings.filterwarnings("ignore", category=ResourceWarning)
     app()
 
 

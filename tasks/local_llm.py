@@ -80,6 +80,30 @@ def completion_prompt(messages: list[dict[str, str]]) -> str:
     return "\n".join(parts)
 
 
+# ggml's log levels: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5.
+_GGML_LOG_ERROR = 4
+
+
+def _install_log_filter():
+    """Route llama.cpp's own log through a filter that keeps errors only.
+
+    With ``verbose=False`` llama-cpp-python still lets some load-time notices through to stderr
+    (Gemma's sliding-window cache note), which would interleave with the progress bars.
+    """
+    import ctypes
+
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback
+    def errors_only(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        if level == _GGML_LOG_ERROR:
+            sys.stderr.write(text.decode("utf-8", "replace"))
+
+    llama_cpp.llama_log_set(errors_only, ctypes.c_void_p(0))
+    return errors_only  # kept alive by the caller: llama.cpp holds only a raw pointer
+
+
+_log_filter = None
 _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
 _call_lock = threading.Lock()
@@ -87,10 +111,13 @@ _call_lock = threading.Lock()
 
 def load(name: str):
     """The loaded ``llama_cpp.Llama`` for ``name`` (loaded on first use, once per process)."""
+    global _log_filter
     with _load_lock:
         if name not in _models:
             from llama_cpp import Llama
 
+            if _log_filter is None:
+                _log_filter = _install_log_filter()
             _models[name] = Llama(
                 model_path=str(gguf_path(name)),
                 n_ctx=8192,

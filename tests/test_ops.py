@@ -119,7 +119,10 @@ def ops(tmp_path_factory):
     api = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": api, "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
-           "PREFECT_WORKER_QUERY_SECONDS": "1", "INVARBENCH_HOME": str(REPO)}
+           "PREFECT_WORKER_QUERY_SECONDS": "1", "INVARBENCH_HOME": str(REPO),
+           # Worker logs are read while the workers run (which flow runs each submitted): INFO
+           # level whatever an earlier in-process CLI call set, and no block buffering.
+           "PREFECT_LOGGING_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"}
     procs: list[subprocess.Popen] = []
     logs: list[Path] = []
 
