@@ -7,7 +7,8 @@ These are measurements, never assertions (machines here are shared and noisy). R
 - features: surface features (tiktoken included) per second;
 - ledger: a ledger anti-join of a 1,000-request batch against a lake of 20,000 responses;
 - parse: integer parses per second;
-- local model: tokens per second of each embedded model on one short prompt (greedy);
+- local model: load time, and completion tokens per second of one short greedy generation
+  (prompt evaluation included);
 - memory: peak resident set size of this process.
 """
 
@@ -85,7 +86,7 @@ def bench_local_models() -> list[dict]:
         _, load_s = timed(local_llm.load, name)
         (text, _, completion_tokens), seconds = timed(local_llm.generate, name, messages, {"max_tokens": 64})
         rows.append({"figure": f"local/{name} load", "value": round(load_s, 2), "unit": "s", "n": 1})
-        rows.append({"figure": f"local/{name} decode", "value": round(completion_tokens / seconds, 1),
+        rows.append({"figure": f"local/{name} generation", "value": round(completion_tokens / seconds, 1),
                      "unit": "tokens/s", "n": completion_tokens})
     return rows
 
