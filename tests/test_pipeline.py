@@ -114,8 +114,9 @@ def test_requests_per_minute_and_concurrency_limits(tmp_path):
     times = sorted(s.at for s in state.seen)
     assert len(times) == 6
     gaps = [b - a for a, b in zip(times, times[1:])]
-    # 120/min = one request per 0.5 s; loopback jitter is far below the 0.05 s allowed.
-    assert min(gaps) >= 0.45, gaps
+    # 120/min = one start per 0.5 s (unlimited would be ~0 s apart); the slack absorbs loopback
+    # jitter on a loaded machine, while the overall rate is held to the limit itself.
+    assert min(gaps) >= 0.35, gaps
     assert (len(times) - 1) / (times[-1] - times[0]) <= 120 / 60 * 1.05
 
     slow = FakeProvider(delay_s=0.4)
