@@ -29,7 +29,7 @@ from prefect.deployments import run_deployment
 from flows.sweep import run_unit
 from tasks.call import CallStats
 from tasks.config import ConfigError, load_config
-from tasks.store import connect, query
+from tasks.store import read
 
 BATCH_DEPLOYMENT = "sweep-batch/batch"
 POLL_SECONDS = 2.0
@@ -44,11 +44,7 @@ def require_server() -> None:
 
 def load_items(lake: str, item_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The item rows of ``item_ids``, in that order; an id missing from the lake is an error."""
-    con = connect(lake)
-    try:
-        rows = query(con, "SELECT * FROM items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))", [list(item_ids)])
-    finally:
-        con.close()
+    rows = read(lake, "SELECT * FROM items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))", [list(item_ids)])
     by_id = {r["item_id"]: r for r in rows}
     missing = [i for i in item_ids if i not in by_id]
     if missing:
@@ -68,15 +64,11 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
 
 def lake_totals(lake: str, run_id: str) -> CallStats:
     """A run's call totals from the lake: requests recorded, responses received, errors among them."""
-    con = connect(lake)
-    try:
-        row = query(con, """
-            SELECT (SELECT count(*) FROM run_requests WHERE run_id = $1) AS requests,
-                   (SELECT count(*) FROM responses WHERE run_id = $1) AS sent,
-                   (SELECT count(*) FROM responses WHERE run_id = $1 AND status = 'error') AS errors""",
-                    [run_id])[0]
-    finally:
-        con.close()
+    row = read(lake, """
+        SELECT (SELECT count(*) FROM run_requests WHERE run_id = $1) AS requests,
+               (SELECT count(*) FROM responses WHERE run_id = $1) AS sent,
+               (SELECT count(*) FROM responses WHERE run_id = $1 AND status = 'error') AS errors""",
+               [run_id])[0]
     return CallStats(requests=row["requests"], sent=row["sent"], cached=row["requests"] - row["sent"],
                      errors=row["errors"])
 

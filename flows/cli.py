@@ -197,7 +197,7 @@ def import_families(
 ) -> None:
     """Import a parallel geometry set as families and variants (validated; stored as one dataset)."""
     from tasks.generate import import_families as load
-    from tasks.store import connect, query, write_rows
+    from tasks.store import write_new_items
     from tasks.suites.geometry.imported import ImportFamiliesError
     from tasks.validate import ValidationFailed, validate_items
 
@@ -209,12 +209,7 @@ def import_families(
         validate_items(rows, batch_name="import")
     except (ImportFamiliesError, GeneratorError, ValidationFailed) as exc:
         fail(f"{file}: nothing imported:\n{exc}")
-    con = connect(cfg.lake_path)
-    try:
-        known = {r["item_id"] for r in query(con, "SELECT item_id FROM items WHERE dataset_id = ?", [dataset])}
-    finally:
-        con.close()
-    write_rows(cfg.lake_path, "items", [r for r in rows if r["item_id"] not in known])
+    write_new_items(cfg.lake_path, rows)
     families = len({r["family_id"] for r in rows})
     console.print(f"imported {families} families ({len(rows)} items) as dataset {dataset}\n"
                   f"run them: invarbench sweep --dataset {dataset}   (or add it to sweep.datasets)", highlight=False)
@@ -267,20 +262,16 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help=
 
     A ``failed`` run's message says why; open its flow run in the Prefect UI by its id.
     """
-    from tasks.store import connect, query
+    from tasks.store import read
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config)
-    con = connect(cfg.lake_path)
-    try:
-        rows = query(con, """
-            SELECT run_id, kind, status, flow_run_id, models, n_items, n_requests, n_sent, n_cached, n_errors,
-                   strftime(started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
-                   strftime(updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, message
-            FROM runs ORDER BY started_at DESC LIMIT ?""", [limit])
-    finally:
-        con.close()
+    rows = read(cfg.lake_path, """
+        SELECT run_id, kind, status, flow_run_id, models, n_items, n_requests, n_sent, n_cached, n_errors,
+               strftime(started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
+               strftime(updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, message
+        FROM runs ORDER BY started_at DESC LIMIT ?""", [limit])
     emit_rows(rows, fmt, title="runs")
 
 

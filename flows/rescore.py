@@ -22,7 +22,7 @@ from tasks.config import load_config
 from tasks.records import canonical_json
 from tasks.score import StageStats, parse_stage, score_stage
 from tasks.selection import Selection
-from tasks.store import build_catalog, connect, now_utc, query, write_rows
+from tasks.store import build_catalog, now_utc, read, write_rows
 
 
 @task(name="reparse", cache_policy=NONE)
@@ -45,18 +45,14 @@ def selection_of(runs: Sequence[str] = (), models: Sequence[str] = (), suites: S
 
 def changes(lake: str, run_id: str) -> list[dict[str, Any]]:
     """The score changes this rescore run made (one row per trial whose status or answer changed)."""
-    con = connect(lake)
-    try:
-        return query(
-            con,
-            """SELECT trial_id, model, suite, task, variant, prompt_style, gold,
-                      previous_scorer_version, scorer_version, previous_status, status,
-                      previous_predicted, predicted, flipped
-               FROM score_changes WHERE run_id = ? ORDER BY model, suite, task, trial_id""",
-            [run_id],
-        )
-    finally:
-        con.close()
+    return read(
+        lake,
+        """SELECT trial_id, model, suite, task, variant, prompt_style, gold,
+                  previous_scorer_version, scorer_version, previous_status, status,
+                  previous_predicted, predicted, flipped
+           FROM score_changes WHERE run_id = ? ORDER BY model, suite, task, trial_id""",
+        [run_id],
+    )
 
 
 def _run_row(run_id: str, selection: Selection, status: str, started: dt.datetime, **counts: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from tasks.generate import generate_task, item_row
 from tasks.records import canonical_json
 from tasks.score import StageStats, parse_stage, score_stage
 from tasks.selection import Selection
-from tasks.store import build_catalog, connect, now_utc, query, write_rows
+from tasks.store import build_catalog, now_utc, read, write_new_items, write_rows
 from tasks.validate import dedupe, validate_items
 
 
@@ -43,12 +43,8 @@ def generate_stage(suite: str, task_name: str, params: dict[str, Any], seed: int
 @task(name="load-datasets", cache_policy=NONE)
 def stored_datasets_stage(lake: str, datasets: list[str]) -> list[dict[str, Any]]:
     """Item rows of stored datasets (imported families); an unknown id is a ConfigError."""
-    con = connect(lake)
-    try:
-        rows = query(con, "SELECT * FROM items WHERE dataset_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY item_id",
-                     [datasets])
-    finally:
-        con.close()
+    rows = read(lake, "SELECT * FROM items WHERE dataset_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY item_id",
+                [datasets])
     missing = sorted(set(datasets) - {r["dataset_id"] for r in rows})
     if missing:
         raise ConfigError(f"sweep.datasets: no stored dataset {', '.join(missing)}; see `invarbench sql "
@@ -65,16 +61,7 @@ def validate_stage(rows: list[dict[str, Any]], index: int) -> int:
 @task(name="store-items", task_run_name="store-items-batch-{index}", cache_policy=NONE)
 def store_items_stage(lake: str, rows: list[dict[str, Any]], index: int) -> int:
     """Write the batch's items that the lake does not hold yet (items are content-addressed)."""
-    con = connect(lake)
-    try:
-        known = {r["item_id"] for r in query(
-            con, "SELECT DISTINCT item_id FROM raw_items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))",
-            [[r["item_id"] for r in rows]])}
-    finally:
-        con.close()
-    new = [r for r in rows if r["item_id"] not in known]
-    write_rows(lake, "items", new)
-    return len(new)
+    return write_new_items(lake, rows)
 
 
 @task(name="call", task_run_name="call-{model}-batch-{index}", cache_policy=NONE)
@@ -134,25 +121,21 @@ def _run_row(run_id: str, cfg: Config, status: str, **counts: Any) -> dict[str, 
 
 def headline(lake: str, run_id: str) -> list[dict[str, Any]]:
     """Per model, suite, task and bin: accuracy of this run's trials (all variants together)."""
-    con = connect(lake)
-    try:
-        return query(
-            con,
-            """
-            SELECT ts.model, ts.suite, ts.task, ts.bin, min(ts.bin_lo) AS bin_lo,
-                   count(*) FILTER (WHERE ts.status <> 'error') AS n_scored,
-                   count(*) FILTER (WHERE ts.status = 'correct') AS n_correct,
-                   count(*) FILTER (WHERE ts.status = 'unparsable') AS n_unparsable,
-                   count(*) FILTER (WHERE ts.status = 'error') AS n_error,
-                   round(count(*) FILTER (WHERE ts.status = 'correct')
-                         / nullif(count(*) FILTER (WHERE ts.status <> 'error'), 0), 3) AS accuracy
-            FROM trial_scores ts JOIN (SELECT DISTINCT trial_id FROM run_trials WHERE run_id = ?) r USING (trial_id)
-            GROUP BY ALL ORDER BY ts.model, ts.suite, ts.task, bin_lo
-            """,
-            [run_id],
-        )
-    finally:
-        con.close()
+    return read(
+        lake,
+        """
+        SELECT ts.model, ts.suite, ts.task, ts.bin, min(ts.bin_lo) AS bin_lo,
+               count(*) FILTER (WHERE ts.status <> 'error') AS n_scored,
+               count(*) FILTER (WHERE ts.status = 'correct') AS n_correct,
+               count(*) FILTER (WHERE ts.status = 'unparsable') AS n_unparsable,
+               count(*) FILTER (WHERE ts.status = 'error') AS n_error,
+               round(count(*) FILTER (WHERE ts.status = 'correct')
+                     / nullif(count(*) FILTER (WHERE ts.status <> 'error'), 0), 3) AS accuracy
+        FROM trial_scores ts JOIN (SELECT DISTINCT trial_id FROM run_trials WHERE run_id = ?) r USING (trial_id)
+        GROUP BY ALL ORDER BY ts.model, ts.suite, ts.task, bin_lo
+        """,
+        [run_id],
+    )
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:

@@ -22,7 +22,7 @@ from tasks import parse as parsing
 from tasks.config import ModelConfig
 from tasks.models import Caller, route_for
 from tasks.records import Request, Response, content_hash
-from tasks.store import connect, now_utc, query, write_rows
+from tasks.store import now_utc, read, write_rows
 
 _REF = re.compile(r"\{([A-Za-z0-9_]+)\.(value|text)\}")
 
@@ -125,16 +125,12 @@ def lookup_ledger(lake: str, request_ids: Sequence[str]) -> dict[str, dict[str, 
     """The ``ok`` ledger rows (request_id → response_id, text) for ``request_ids``."""
     if not request_ids:
         return {}
-    con = connect(lake)
-    try:
-        rows = query(
-            con,
-            "SELECT request_id, response_id, text FROM ledger WHERE status = 'ok' "
-            "AND request_id IN (SELECT unnest(?::VARCHAR[]))",
-            [list(request_ids)],
-        )
-    finally:
-        con.close()
+    rows = read(
+        lake,
+        "SELECT request_id, response_id, text FROM ledger WHERE status = 'ok' "
+        "AND request_id IN (SELECT unnest(?::VARCHAR[]))",
+        [list(request_ids)],
+    )
     return {r["request_id"]: r for r in rows}
 
 

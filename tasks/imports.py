@@ -53,7 +53,7 @@ from tasks.generate import dataset_id, item_row
 from tasks.records import Item, Request, Response, Route, canonical_json
 from tasks.score import parse_stage, score_stage
 from tasks.selection import Selection
-from tasks.store import now_utc, write_rows
+from tasks.store import now_utc, write_new_items, write_rows
 from tasks.suites import SUITES, suite_tasks
 from tasks.suites.base import family_id
 from tasks.validate import ValidationFailed, validate_items
@@ -327,7 +327,7 @@ def store_import(plan: ImportPlan, lake: str) -> dict[str, Any]:
     started = now_utc()
     write_rows(lake, "runs", [_run_row(run_id, plan, "running", started)])
     # Items are content-addressed: one already in the lake is the same item, and the items view keeps one.
-    write_rows(lake, "items", plan.items)
+    write_new_items(lake, plan.items)
     write_rows(lake, "requests", [request_row(run_id, req, 0) for req in plan.requests])
     ledger = lookup_ledger(lake, [req.request_id for req in plan.requests])
     fresh = [req for req in plan.requests if req.request_id not in ledger]

@@ -217,3 +217,22 @@ def query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None
     cur = con.execute(sql, params or [])
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def read(lake: str, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """One query over the lake's views, on a connection of its own that is closed afterwards."""
+    con = connect(lake)
+    try:
+        return query(con, sql, params)
+    finally:
+        con.close()
+
+
+def write_new_items(lake: str, rows: Sequence[dict[str, Any]]) -> int:
+    """Append the item rows the lake does not hold yet (items are content-addressed); returns how many."""
+    known = {r["item_id"] for r in read(
+        lake, "SELECT DISTINCT item_id FROM raw_items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))",
+        [[r["item_id"] for r in rows]])}
+    new = [r for r in rows if r["item_id"] not in known]
+    write_rows(lake, "items", new)
+    return len(new)

@@ -31,7 +31,7 @@ from conftest import REPO, fake_model_config, run_cli
 from fakes import FakeProvider, FakeServer
 from tasks.config import ConfigError, load_config
 from tasks.limits import LimitSpec, SharedLimiter, SharedLimitError, ensure_limits, limit_slug, limit_specs
-from tasks.store import connect, query
+from tasks.store import read
 
 PREFECT = str(Path(sys.executable).parent / "prefect")
 TIMEZONE = "Europe/Berlin"
@@ -192,11 +192,7 @@ def worker_logs(ops: Ops) -> str:
 
 
 def lake_query(warehouse: Path, sql: str, params=None):
-    con = connect(str(warehouse / "lake"))
-    try:
-        return query(con, sql, params)
-    finally:
-        con.close()
+    return read(str(warehouse / "lake"), sql, params)
 
 
 def assert_one_ok_response_per_request(warehouse: Path, run_id: str) -> int:

@@ -20,15 +20,11 @@ import pytest
 from conftest import REPO, fake_model_config, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.store import connect, query
+from tasks.store import read
 
 
 def lake_query(warehouse, sql, params=None):
-    con = connect(str(warehouse / "lake"))
-    try:
-        return query(con, sql, params)
-    finally:
-        con.close()
+    return read(str(warehouse / "lake"), sql, params)
 
 
 def test_ledger_is_the_cache(tmp_path):
