@@ -181,15 +181,28 @@ SELECT * FROM flip_patterns_over();
 CREATE OR REPLACE VIEW flip_patterns_by_suite AS
 SELECT * FROM flip_patterns_over(pool_tasks := true);
 
--- McNemar test for each pair of variants of a (model, suite, task, category, prompt style),
--- paired within family units (family, seed, sample) where both answers are scored: b = units
--- correct on variant_a only, c = correct on variant_b only; exact two-sided binomial p-value and
--- Holm's adjustment over the n_tests variant pairs of the same (model, suite, task, category,
--- prompt style). n_error counts units left out because either answer is an error.
-CREATE OR REPLACE VIEW mcnemar_pairs AS
+-- Paired outcomes for McNemar tests, one row per pair of answers to the same question:
+-- comparison 'variants' pairs two variants of one family unit (family, seed, sample) for one
+-- model; comparison 'models' pairs two models on the same trial (item and sample), all variants
+-- together, with model NULL. side_a / side_b name what is compared (variants or models).
+CREATE OR REPLACE VIEW paired_outcomes AS
+SELECT 'variants' AS comparison, model, suite, task, category, prompt_style,
+       variant_a AS side_a, variant_b AS side_b, status_a, status_b, correct_a, correct_b
+FROM family_answer_pairs
+UNION ALL
+SELECT 'models', NULL, a.suite, a.task, a.category, a.prompt_style,
+       a.model, b.model, a.status, b.status, a.is_correct, b.is_correct
+FROM family_trials a
+JOIN family_trials b ON a.item_id = b.item_id AND a.sample_idx = b.sample_idx AND a.model < b.model;
+
+-- McNemar test per pair of sides within (comparison, model, suite, task, category, prompt style),
+-- over the pairs where both answers are scored: b = correct on side_a only, c = correct on side_b
+-- only; exact two-sided binomial p-value and Holm's adjustment over the n_tests pairs of sides of
+-- the same group. n_error counts pairs left out because either answer is an error.
+CREATE OR REPLACE VIEW paired_tests AS
 WITH pairs AS (
     SELECT
-        model, suite, task, category, prompt_style, variant_a, variant_b,
+        comparison, model, suite, task, category, prompt_style, side_a, side_b,
         count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error') AS n_pairs,
         count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND correct_b) AS n_both_correct,
         count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND NOT correct_b) AS b,
@@ -200,77 +213,46 @@ WITH pairs AS (
         count(*) FILTER (WHERE status_a = 'unparsable' AND status_b <> 'error') AS n_unparsable_a,
         count(*) FILTER (WHERE status_b = 'unparsable' AND status_a <> 'error') AS n_unparsable_b,
         count(*) FILTER (WHERE status_a = 'error' OR status_b = 'error') AS n_error
-    FROM family_answer_pairs
+    FROM paired_outcomes
     GROUP BY ALL
 ),
 ranked AS (
     SELECT *,
         mcnemar_exact_p(b, c) AS p_value,
         row_number() OVER fam AS holm_rank,
-        count(*) OVER (PARTITION BY model, suite, task, category, prompt_style) AS n_tests
+        count(*) OVER (PARTITION BY comparison, model, suite, task, category, prompt_style) AS n_tests
     FROM pairs
-    WINDOW fam AS (PARTITION BY model, suite, task, category, prompt_style
-                   ORDER BY mcnemar_exact_p(b, c), variant_a, variant_b)
+    WINDOW fam AS (PARTITION BY comparison, model, suite, task, category, prompt_style
+                   ORDER BY mcnemar_exact_p(b, c), side_a, side_b)
 )
 SELECT
-    model, suite, task, category, prompt_style, variant_a, variant_b, n_pairs,
+    comparison, model, suite, task, category, prompt_style, side_a, side_b, n_pairs,
     CASE WHEN n_pairs > 0 THEN (n_both_correct + b) / n_pairs END AS accuracy_a,
     CASE WHEN n_pairs > 0 THEN (n_both_correct + c) / n_pairs END AS accuracy_b,
     n_both_correct, b, c, n_both_not_correct, n_wrong_a, n_wrong_b, n_unparsable_a, n_unparsable_b, n_error,
     p_value,
     least(1.0, max((n_tests - holm_rank + 1) * p_value) OVER (
-        PARTITION BY model, suite, task, category, prompt_style ORDER BY holm_rank
+        PARTITION BY comparison, model, suite, task, category, prompt_style ORDER BY holm_rank
         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS p_holm,
     n_tests
-FROM ranked
+FROM ranked;
+
+-- McNemar test for each pair of variants of a (model, suite, task, category, prompt style),
+-- paired within family units; Holm over the variant pairs of the same group.
+CREATE OR REPLACE VIEW mcnemar_pairs AS
+SELECT model, suite, task, category, prompt_style, side_a AS variant_a, side_b AS variant_b,
+       * EXCLUDE (comparison, model, suite, task, category, prompt_style, side_a, side_b)
+FROM paired_tests
+WHERE comparison = 'variants'
 ORDER BY model, suite, task, category, prompt_style, variant_a, variant_b;
 
--- McNemar test for each pair of models on the same trials (same item and sample), per (suite,
--- task, category, prompt style), all variants together: b = correct for model_a only, c = for
--- model_b only; Holm's adjustment over the model pairs of the same (suite, task, category,
--- prompt style).
+-- McNemar test for each pair of models on the same trials, per (suite, task, category, prompt
+-- style), all variants together; Holm over the model pairs of the same group.
 CREATE OR REPLACE VIEW model_pairs AS
-WITH matched AS (
-    SELECT a.suite, a.task, a.category, a.prompt_style, a.model AS model_a, b.model AS model_b,
-           a.status AS status_a, b.status AS status_b, a.is_correct AS correct_a, b.is_correct AS correct_b
-    FROM family_trials a
-    JOIN family_trials b ON a.item_id = b.item_id AND a.sample_idx = b.sample_idx AND a.model < b.model
-),
-pairs AS (
-    SELECT
-        suite, task, category, prompt_style, model_a, model_b,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error') AS n_pairs,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND correct_b) AS n_both_correct,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND NOT correct_b) AS b,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND correct_b) AS c,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND NOT correct_b) AS n_both_not_correct,
-        count(*) FILTER (WHERE status_a = 'wrong' AND status_b <> 'error') AS n_wrong_a,
-        count(*) FILTER (WHERE status_b = 'wrong' AND status_a <> 'error') AS n_wrong_b,
-        count(*) FILTER (WHERE status_a = 'unparsable' AND status_b <> 'error') AS n_unparsable_a,
-        count(*) FILTER (WHERE status_b = 'unparsable' AND status_a <> 'error') AS n_unparsable_b,
-        count(*) FILTER (WHERE status_a = 'error' OR status_b = 'error') AS n_error
-    FROM matched
-    GROUP BY ALL
-),
-ranked AS (
-    SELECT *,
-        mcnemar_exact_p(b, c) AS p_value,
-        row_number() OVER fam AS holm_rank,
-        count(*) OVER (PARTITION BY suite, task, category, prompt_style) AS n_tests
-    FROM pairs
-    WINDOW fam AS (PARTITION BY suite, task, category, prompt_style ORDER BY mcnemar_exact_p(b, c), model_a, model_b)
-)
-SELECT
-    suite, task, category, prompt_style, model_a, model_b, n_pairs,
-    CASE WHEN n_pairs > 0 THEN (n_both_correct + b) / n_pairs END AS accuracy_a,
-    CASE WHEN n_pairs > 0 THEN (n_both_correct + c) / n_pairs END AS accuracy_b,
-    n_both_correct, b, c, n_both_not_correct, n_wrong_a, n_wrong_b, n_unparsable_a, n_unparsable_b, n_error,
-    p_value,
-    least(1.0, max((n_tests - holm_rank + 1) * p_value) OVER (
-        PARTITION BY suite, task, category, prompt_style ORDER BY holm_rank
-        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS p_holm,
-    n_tests
-FROM ranked
+SELECT suite, task, category, prompt_style, side_a AS model_a, side_b AS model_b,
+       * EXCLUDE (comparison, model, suite, task, category, prompt_style, side_a, side_b)
+FROM paired_tests
+WHERE comparison = 'models'
 ORDER BY suite, task, category, prompt_style, model_a, model_b;
 
 -- Linear probability fits of correctness (1 correct, 0 wrong or unparsable; errors left out) on
