@@ -13,8 +13,12 @@ SELECT * FROM read_parquet('{{lake}}/requests/**/*.parquet', hive_partitioning =
 CREATE OR REPLACE VIEW raw_responses AS
 SELECT * FROM read_parquet('{{lake}}/responses/**/*.parquet', hive_partitioning = true, union_by_name = true);
 
+-- Parse files written before the canonical answer existed lack its column; the empty branch
+-- makes it present (NULL there) whatever files the lake holds, so old lakes stay readable.
 CREATE OR REPLACE VIEW raw_parses AS
-SELECT * FROM read_parquet('{{lake}}/parses/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM read_parquet('{{lake}}/parses/**/*.parquet', hive_partitioning = true, union_by_name = true)
+UNION ALL BY NAME
+SELECT CAST(NULL AS VARCHAR) AS canonical WHERE false;
 
 CREATE OR REPLACE VIEW raw_scores AS
 SELECT * FROM read_parquet('{{lake}}/scores/**/*.parquet', hive_partitioning = true, union_by_name = true);

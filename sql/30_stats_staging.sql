@@ -1,5 +1,5 @@
--- Staging for the tables written by tasks/stats.py (compute_stats): bootstrap intervals,
--- logistic regressions and the cache of symbolic equality between math answers.
+-- Staging for the tables written by tasks/stats.py (compute_stats): bootstrap intervals
+-- and logistic regressions.
 -- Each compute_stats call is one computation (computation_id) over one scope: 'all' (every
 -- stored score) or a run id. The unprefixed views keep the latest computation per scope.
 
@@ -8,9 +8,6 @@ SELECT * FROM read_parquet('{{lake}}/stats_bootstrap/**/*.parquet', hive_partiti
 
 CREATE OR REPLACE VIEW raw_stats_regression AS
 SELECT * FROM read_parquet('{{lake}}/stats_regression/**/*.parquet', hive_partitioning = true, union_by_name = true);
-
-CREATE OR REPLACE VIEW raw_stats_math_equivalence AS
-SELECT * FROM read_parquet('{{lake}}/stats_math_equivalence/**/*.parquet', hive_partitioning = true, union_by_name = true);
 
 -- Family-clustered percentile bootstrap intervals (metric: accuracy, gap, invariance,
 -- consistency) of the latest computation per scope.
@@ -24,10 +21,3 @@ QUALIFY computation_id = first_value(computation_id) OVER (PARTITION BY scope OR
 CREATE OR REPLACE VIEW logistic_regression AS
 SELECT * EXCLUDE (day) FROM raw_stats_regression
 QUALIFY computation_id = first_value(computation_id) OVER (PARTITION BY scope ORDER BY computed_at DESC);
-
--- tasks.parse.math.equivalent(a, b) for pairs of canonical math answers (a < b), per matching
--- rule version: consistency of math answers in SQL reads it (equivalence is not string equality:
--- 3/2 = 1.5). A pair is computed once; the rule is a pure function of the two strings.
-CREATE OR REPLACE VIEW math_equivalence AS
-SELECT rule_version, a, b, equivalent FROM raw_stats_math_equivalence
-QUALIFY row_number() OVER (PARTITION BY rule_version, a, b ORDER BY computed_at DESC) = 1;

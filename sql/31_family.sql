@@ -41,25 +41,33 @@ CREATE OR REPLACE MACRO group_sum_text(a, b, group_name) AS
 
 -- One scored trial per family unit and variant. Several trials can map to one unit only when the
 -- same model name was run with different settings or generator versions; the latest scored one
--- stands for the unit. parser_version is the matching rule the score used (e.g. 'math/1').
+-- stands for the unit. parser_version is the matching rule the score used (e.g. 'math/2').
+-- answer_key is the canonical answer stored with the final step's parse (tasks.parse.answer_key:
+-- 3/2, 1.5 and 1.50 are all '1.5'; sqrt(20) is '2*sqrt(5)'); a parse row written before that
+-- column existed falls back to the parsed value (integer and text values are their own keys; math
+-- answers of parser math/1 need `invarbench rescore` to get theirs). NULL when nothing parsed.
 CREATE OR REPLACE VIEW family_trials AS
 SELECT
     ts.model, ts.suite, ts.task, ts.category, ts.prompt_style, ts.family_id, i.seed, ts.sample_idx,
     ts.variant, variant_rank(ts.variant) AS variant_rank, ts.trial_id, ts.item_id, ts.status,
-    ts.status = 'correct' AS is_correct, ts.predicted, ts.answer_type,
-    regexp_extract(ts.scorer_version, '\+(.+)$', 1) AS parser_version, ts.scored_at
+    ts.status = 'correct' AS is_correct, ts.predicted,
+    CASE WHEN ts.predicted IS NOT NULL THEN coalesce(p.canonical, ts.predicted) END AS answer_key,
+    ts.answer_type, regexp_extract(ts.scorer_version, '\+(.+)$', 1) AS parser_version, ts.scored_at
 FROM trial_scores ts
 JOIN items i USING (item_id)
+LEFT JOIN parses p ON p.response_id = json_extract_string(ts.response_ids, '$[#-1]')
 QUALIFY row_number() OVER (
     PARTITION BY ts.model, ts.suite, ts.task, ts.category, ts.prompt_style, ts.family_id, i.seed,
                  ts.sample_idx, ts.variant
     ORDER BY ts.scored_at DESC, ts.trial_id
 ) = 1;
 
--- Pairs of answers of one family unit (variant_a ranked before variant_b), with whether the two
--- canonical parsed answers are equal: string equality, or for math answers symbolic equality
--- read from math_equivalence (NULL until compute_stats has evaluated the pair). An unparsable
--- answer equals nothing; same_answer is NULL when either side is an error.
+-- Pairs of answers of one family unit (variant_a ranked before variant_b), with whether they are
+-- the same answer: two correct answers are (both agree with the family's one gold, even when
+-- written at different precisions: 54.7356 and 54.74 against 54.74); a correct and a not correct
+-- one are not; two not correct ones are when their answer keys are equal. An unparsable answer
+-- equals nothing; same_answer is NULL when either side is an error. Everything here is stored at
+-- parse and score time, so the verdict is known right after any sweep, import or rescore.
 CREATE OR REPLACE VIEW family_answer_pairs AS
 SELECT
     a.model, a.suite, a.task, a.category, a.prompt_style, a.family_id, a.seed, a.sample_idx,
@@ -68,28 +76,23 @@ SELECT
     a.predicted AS predicted_a, b.predicted AS predicted_b,
     CASE
         WHEN a.status = 'error' OR b.status = 'error' THEN NULL
-        WHEN a.predicted IS NULL OR b.predicted IS NULL THEN false
-        WHEN a.predicted = b.predicted THEN true
-        WHEN a.answer_type = 'math' AND a.parser_version = b.parser_version THEN eq.equivalent
-        WHEN a.answer_type = 'math' THEN NULL
-        ELSE false
+        WHEN a.is_correct AND b.is_correct THEN true
+        WHEN a.is_correct OR b.is_correct THEN false
+        ELSE coalesce(a.answer_key = b.answer_key, false)
     END AS same_answer
 FROM family_trials a
 JOIN family_trials b
   ON a.model = b.model AND a.suite = b.suite AND a.task = b.task AND a.category = b.category
  AND a.prompt_style = b.prompt_style AND a.family_id = b.family_id AND a.seed = b.seed
  AND a.sample_idx = b.sample_idx
- AND (a.variant_rank, a.variant) < (b.variant_rank, b.variant)
-LEFT JOIN math_equivalence eq
-  ON eq.rule_version = a.parser_version
- AND eq.a = least(a.predicted, b.predicted) AND eq.b = greatest(a.predicted, b.predicted);
+ AND (a.variant_rank, a.variant) < (b.variant_rank, b.variant);
 
 -- Family units over a variant set V, one row per unit, from every run or only `for_run`'s trials.
 -- V is `variant_list` (in that order) when given, else every variant present in the unit's
 -- (model, suite, task, category, prompt_style) group, ordered by variant_rank then name. A unit is complete when it has a scored (non-error)
 -- answer on every variant of V; only complete units count for invariance, consistency and flips.
 -- pattern: one letter per variant of V in order, C correct, W not correct (wrong or unparsable).
--- consistent: all answers parsed and pairwise equal (NULL when a math pair is not evaluated yet).
+-- consistent: all answers parsed and pairwise the same answer (family_answer_pairs).
 -- Groups with a single variant have nothing to compare and are left out.
 CREATE OR REPLACE MACRO family_units_over(variant_list := NULL, for_run := NULL) AS TABLE
 WITH ft AS (
@@ -108,8 +111,7 @@ variant_sets AS (
 ),
 pair_verdicts AS (
     SELECT p.model, p.suite, p.task, p.category, p.prompt_style, p.family_id, p.seed, p.sample_idx,
-           count(*) FILTER (WHERE p.same_answer = false) AS n_unequal,
-           count(*) FILTER (WHERE p.same_answer IS NULL) AS n_unknown
+           count(*) FILTER (WHERE NOT p.same_answer) AS n_unequal
     FROM family_answer_pairs p
     WHERE p.status_a <> 'error' AND p.status_b <> 'error'
       AND p.trial_id_a IN (SELECT trial_id FROM ft) AND p.trial_id_b IN (SELECT trial_id FROM ft)
@@ -145,7 +147,6 @@ SELECT
     CASE
         WHEN u.scored_variants IS DISTINCT FROM v.variants THEN NULL
         WHEN u.n_unparsable > 0 OR coalesce(pv.n_unequal, 0) > 0 THEN false
-        WHEN coalesce(pv.n_unknown, 0) > 0 THEN NULL
         ELSE true
     END AS consistent
 FROM units u

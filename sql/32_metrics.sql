@@ -85,10 +85,10 @@ SELECT * FROM breaking_points();
 -- Invariance@k and Consistency@k per (model, suite, task, category, prompt style) over a variant
 -- set V of size k (family_units_over: V = variant_list, else every variant present). Only
 -- complete units (a scored answer on every variant of V) count: invariance_at_k = share of them
--- correct on all k variants; consistency_at_k = share whose k canonical parsed answers are all
--- equal (math: symbolic equality, NULL while n_consistency_pending > 0, i.e. until compute_stats
--- has evaluated the math pairs). Units are (family, seed, sample): repeats are pooled;
--- n_families counts distinct families. n_excluded counts incomplete units (n_excluded_error of
+-- correct on all k variants; consistency_at_k = share whose k parsed answers are all the same
+-- answer (family_answer_pairs: equal canonical answers, math symbolically; correct answers all
+-- agree with the gold), known as soon as the scores are stored. Units are (family, seed,
+-- sample): repeats are pooled; n_families counts distinct families. n_excluded counts incomplete units (n_excluded_error of
 -- them because of an error). Trial counts (n_scored ...) are over complete units, n_error over
 -- all. pool_tasks := true pools the tasks and categories of a suite that share one variant list
 -- (task and category read '(all)'), as GeoRepEval reports one row per model; for_run := '<run id>'
@@ -111,10 +111,9 @@ SELECT
     CAST(sum(n_error) AS BIGINT) AS n_error,
     count(*) FILTER (WHERE invariant) AS n_invariant,
     count(*) FILTER (WHERE consistent) AS n_consistent,
-    count(*) FILTER (WHERE complete AND consistent IS NULL) AS n_consistency_pending,
     CASE WHEN count(*) FILTER (WHERE complete) > 0
          THEN count(*) FILTER (WHERE invariant) / count(*) FILTER (WHERE complete) END AS invariance_at_k,
-    CASE WHEN count(*) FILTER (WHERE complete) > 0 AND count(*) FILTER (WHERE complete AND consistent IS NULL) = 0
+    CASE WHEN count(*) FILTER (WHERE complete) > 0
          THEN count(*) FILTER (WHERE consistent) / count(*) FILTER (WHERE complete) END AS consistency_at_k
 FROM family_units_over(variant_list := variant_list, for_run := for_run)
 GROUP BY ALL

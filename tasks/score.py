@@ -1,7 +1,8 @@
 """The parse and score stages: derived, versioned rows computed from stored responses only.
 
 Neither stage calls a model, which is what makes re-scoring free: ``parse_stage`` parses every
-``ok`` response of the selection that has no parse of the current parser version yet, and
+``ok`` response of the selection that has no parse of the current parser version yet (storing
+its canonical answer, so consistency is known as soon as the parse is), and
 ``score_stage`` scores every trial of the selection that has no score of the current scorer
 version over the same responses.
 
@@ -77,7 +78,8 @@ def parse_stage(lake: str, selection: Selection) -> StageStats:
         out.append({
             "response_id": r["response_id"], "request_id": r["request_id"], "answer_type": answer_type,
             "parser_version": version, "status": parsed.status, "value": parsed.value,
-            "extracted": parsed.extracted, "created_at": now,
+            "extracted": parsed.extracted, "canonical": parsing.answer_key(answer_type, parsed.value),
+            "created_at": now,
         })
     write_rows(lake, "parses", out)
     return StageStats(examined=len(rows), written=len(out))

@@ -12,9 +12,6 @@ appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id
 - ``stats_regression`` — logistic regressions ``correct ~ C(variant) + n_tokens +
   symbol_density + n_numbers`` per suite: one per model, and one pooled over models with model
   fixed effects (view ``logistic_regression``).
-- ``stats_math_equivalence`` — :func:`tasks.parse.math.equivalent` of the pairs of distinct math
-  answers met within family units, so that SQL consistency compares math answers symbolically
-  (view ``math_equivalence``).
 
 Choices (documented here because the papers leave them open):
 
@@ -26,9 +23,8 @@ Choices (documented here because the papers leave them open):
   difference. Resamples in which an estimate is undefined (no scored trial drawn) are left out
   and counted (``n_valid_resamples``). Each estimate gets its own random stream derived from
   ``seed`` and the estimate's key, so its interval does not depend on what else was computed.
-- Consistency compares the canonical parsed answers (``predicted``): string equality, except for
-  answer type ``math``, whose answers are equal when ``tasks.parse.math.equivalent`` says so
-  (``3/2`` = ``1.5``). An unparsable answer equals nothing, so a unit with one is inconsistent.
+- Consistency is the SQL ``consistent`` flag of ``family_units_over`` (canonical answers stored
+  with the parses, see ``sql/31_family.sql``); the bootstrap only resamples it.
 - Regression: ``correct`` is 1 for correct and 0 for wrong or unparsable; errors are left out.
   The reference variant is the first by the SQL ``variant_order()`` (``euclid`` when present),
   else by name; the reference model is the first by name. A feature constant within the data is
@@ -56,7 +52,6 @@ from statsmodels.tools.sm_exceptions import (
     PerfectSeparationWarning,
 )
 
-from tasks import parse as parsing
 from tasks.store import connect, now_utc, query, write_rows
 
 REGRESSION_FEATURES = ("n_tokens", "symbol_density", "n_numbers")
@@ -166,32 +161,11 @@ def gap_intervals(trials: pd.DataFrame, variant_order: Sequence[str], resamples:
     return rows
 
 
-def answers_equal(answer_type: str, a: str | None, b: str | None) -> bool:
-    """Whether two canonical parsed answers are the same answer (math: symbolic equivalence)."""
-    if a is None or b is None:
-        return False
-    if a == b:
-        return True
-    if answer_type == "math":
-        from tasks.parse import math as math_answers
-
-        return bool(math_answers.equivalent(a, b))
-    return False
-
-
-def all_equal(answer_type: str, answers: Sequence[str | None]) -> bool:
-    """Whether every pair of ``answers`` is equal (pairwise: rounding-based equality is not transitive)."""
-    if any(a is None for a in answers):
-        return False
-    return all(answers_equal(answer_type, a, b) for a, b in itertools.combinations(answers, 2))
-
-
 def invariance_intervals(units: pd.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
     """Bootstrap rows (metrics ``invariance`` and ``consistency``) per group of family units.
 
-    ``units`` are rows of ``family_units_over()`` with a ``consistent_py`` column (consistency
-    computed here, math symbolically). Groups are those of the ``invariance`` view, and each
-    suite's groups pooled over tasks sharing a variant list (task and category ``(all)``).
+    ``units`` are rows of ``family_units_over()``. Groups are those of the ``invariance`` view,
+    and each suite's groups pooled over tasks sharing a variant list (task and category ``(all)``).
     """
     rows = []
     for pooled in (False, True):
@@ -209,7 +183,7 @@ def invariance_intervals(units: pd.DataFrame, resamples: int, seed: int, level: 
                 rows += [dict(base, metric=m) for m in ("invariance", "consistency")]
                 continue
             per_family = complete.groupby("family_id").agg(
-                units=("complete", "size"), invariant=("invariant", "sum"), consistent=("consistent_py", "sum"))
+                units=("complete", "size"), invariant=("invariant", "sum"), consistent=("consistent", "sum"))
             den = per_family[["units", "units"]].to_numpy(dtype=float)
             num = per_family[["invariant", "consistent"]].to_numpy(dtype=float)
             ratios = cluster_bootstrap(num, den, resamples, estimate_rng(seed, ("invariance", *key)))
@@ -218,40 +192,6 @@ def invariance_intervals(units: pd.DataFrame, resamples: int, seed: int, level: 
                 rows.append(dict(base, metric=metric, estimate=num[:, j].sum() / den[:, j].sum(),
                                  ci_lo=lo, ci_hi=hi, n_valid_resamples=valid))
     return rows
-
-
-def with_consistency(units: pd.DataFrame) -> pd.DataFrame:
-    """``units`` plus ``consistent_py``: all answers parsed and pairwise equal (complete units only)."""
-    flags = [
-        bool(complete) and all_equal(answer_type, list(answers))
-        for complete, answer_type, answers in zip(units["complete"], units["answer_type"], units["answers"])
-    ]
-    return units.assign(consistent_py=flags)
-
-
-# ---------------------------------------------------------------------------------------------
-# Math equivalence cache for SQL
-
-
-def math_pairs(units: pd.DataFrame) -> set[tuple[str, str]]:
-    """Pairs (a, b), a < b, of distinct parsed math answers met within one complete family unit."""
-    pairs: set[tuple[str, str]] = set()
-    math_units = units[(units["answer_type"] == "math") & units["complete"]]
-    for answers in math_units["answers"]:
-        values = sorted({a for a in answers if a is not None})
-        pairs.update(itertools.combinations(values, 2))
-    return pairs
-
-
-def equivalence_rows(pairs: Iterable[tuple[str, str]], known: set[tuple[str, str]], rule_version: str) -> list[dict[str, Any]]:
-    """Rows of ``stats_math_equivalence`` for the pairs not evaluated yet under ``rule_version``."""
-    from tasks.parse import math as math_answers
-
-    now = now_utc()
-    return [
-        {"rule_version": rule_version, "a": a, "b": b, "equivalent": bool(math_answers.equivalent(a, b)), "computed_at": now}
-        for a, b in sorted(pairs) if (a, b) not in known
-    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,8 +314,6 @@ def load_units(con, run_id: str | None) -> pd.DataFrame:
     """Family units over all variants present (``family_units_over``), with a hashable variant key."""
     units = con.execute("SELECT * FROM family_units_over(for_run := ?)", [run_id]).df()
     units["variants_key"] = [",".join(v) for v in units["variants"]]
-    # Incomplete units have no answer list (NULL); complete ones hold None for unparsable answers.
-    units["answers"] = [[] if a is None or a is pd.NA or isinstance(a, float) else list(a) for a in units["answers"]]
     return units
 
 
@@ -392,10 +330,7 @@ def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, s
     try:
         variant_order = query(con, "SELECT variant_order() AS v")[0]["v"]
         trials = load_trials(con, run_id)
-        units = with_consistency(load_units(con, run_id))
-        rule_version = parsing.parser_version("math")
-        known = {(r["a"], r["b"]) for r in query(
-            con, "SELECT a, b FROM math_equivalence WHERE rule_version = ?", [rule_version])}
+        units = load_units(con, run_id)
     finally:
         con.close()
     computation = {"computation_id": uuid.uuid4().hex, "computed_at": now_utc(), "scope": run_id or ALL_SCOPE}
@@ -407,13 +342,10 @@ def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, s
         + invariance_intervals(units, resamples, seed, level)
     ]
     regression = [{**computation, **row} for row in regressions(trials, variant_order, level)]
-    equivalence = equivalence_rows(math_pairs(units), known, rule_version)
     write_rows(lake, "stats_bootstrap", bootstrap)
     write_rows(lake, "stats_regression", regression)
-    write_rows(lake, "stats_math_equivalence", equivalence)
     return {
         **computation, "bootstrap_rows": len(bootstrap), "regression_rows": len(regression),
-        "equivalence_rows": len(equivalence),
         "skipped_regressions": [
             {"suite": r["suite"], "model": r["model"], "reason": r["reason"]} for r in regression if r["status"] == "skipped"
         ],

@@ -71,7 +71,9 @@ SCHEMAS: dict[str, pa.Schema] = {
         [
             ("response_id", _str), ("request_id", _str), ("answer_type", _str),
             ("parser_version", _str), ("status", _str), ("value", _str), ("extracted", _str),
-            ("created_at", _ts),
+            # the canonical answer (tasks.parse.answer_key) that Consistency@k compares; files
+            # written before it existed lack the column, and sql/00_staging.sql reads them as NULL
+            ("canonical", _str), ("created_at", _ts),
         ]
     ),
     "scores": pa.schema(
@@ -99,9 +101,6 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("p_value", _f), ("ci_lo", _f), ("ci_hi", _f), ("n", _int), ("n_correct", _int),
         ("n_unparsable", _int), ("n_error", _int), ("pseudo_r2", _f), ("dropped", _str),
         ("status", _str), ("reason", _str),
-    ]),
-    "stats_math_equivalence": pa.schema([
-        ("rule_version", _str), ("a", _str), ("b", _str), ("equivalent", pa.bool_()), ("computed_at", _ts),
     ]),
 }
 

@@ -1,4 +1,4 @@
-"""The ``math`` answer parser: extraction, canonical values and matching rule 1."""
+"""The ``math`` answer parser: extraction, canonical values, matching rules 1 and 2, answer keys."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ CASES = [
     ("8π", "8*pi", True),
     ("25.13", "8*pi", True),
     ("90°", "90", True),
-    ("1/3", "0.3", False),
+    ("1/3", "0.3", False),  # a 1-significant-digit decimal gold is matched only by an equal answer
     ("0.3", "1/3", False),
     ("0.333", "1/3", True),
     # rule 1 details
@@ -128,22 +128,97 @@ def test_extracted_span_is_recorded() -> None:
     assert m.parse("The result is 12.").extracted == "12"
 
 
+# Rule 2: a decimal gold is an approximation at its stated precision. (answer text, gold, match)
+DECIMAL_GOLD_CASES = [
+    # more precise answers that round to the gold (the issue's examples)
+    ("54.7356", "54.74", True),
+    ("17.3205", "17.32", True),
+    ("Answer: 54.7356°", "54.74", True),
+    # coarser answers that the gold rounds to, with 3 significant digits left
+    ("3.16", "3.162", True),
+    ("4.47", "4.472", True),
+    ("54.7", "54.74", True),
+    # exact answers: surds, fractions, degrees
+    ("sqrt(10)", "3.162", True),
+    ("√10", "3.16", True),
+    ("2*sqrt(3)", "3.464", True),
+    ("2√3", "3.46", True),
+    ("\\frac{\\sqrt{3}}{2}", "0.866", True),
+    ("3/2", "1.5", True),
+    ("3/2", "1.50", True),
+    ("90°", "90.0", True),
+    ("25/4", "6.25", True),
+    # equal outright, whatever the precision
+    ("1.50", "1.5", True),
+    ("0.5", "0.5", True),
+    ("1/2", "0.5", True),
+    # the opposites: one unit off in the last place of the coarser precision
+    ("54.73", "54.74", False),
+    ("54.75", "54.74", False),
+    ("3.17", "3.162", False),
+    ("4.46", "4.472", False),
+    ("17.3305", "17.32", False),
+    ("sqrt(11)", "3.162", False),
+    ("2*sqrt(3)", "3.47", False),
+    ("3/2", "1.51", False),
+    # too coarse to tell: the coarser precision keeps fewer than 3 significant digits
+    ("3.2", "3.162", False),
+    ("4.5", "4.472", False),
+    ("3", "3.162", False),
+    ("0.502", "0.5", False),
+    ("1/3", "0.33", False),
+    # a tie at the coarser precision accepts either rounding (the true value may lie on either side)
+    ("3.16", "3.165", True),
+    ("3.17", "3.165", True),
+    ("3.18", "3.165", False),
+]
+
+
+@pytest.mark.parametrize("text, gold, expected", DECIMAL_GOLD_CASES)
+def test_decimal_gold_rule_2(text: str, gold: str, expected: bool) -> None:
+    parsed = m.parse(text)
+    assert (parsed.status == "ok" and m.matches(parsed.value, gold)) is expected, parsed
+
+
+def test_exact_golds_keep_rule_1() -> None:
+    # the same numbers, the gold written exactly: rule 1 (correct rounding at the answer's digit)
+    assert m.matches("3.162", "sqrt(10)") and m.matches("3.16", "sqrt(10)") and not m.matches("3.17", "sqrt(10)")
+    assert not m.matches("1.249", "5/4")  # a terminating exact gold demands the exact decimal
+    assert m.matches("1.249", "1.25") is True  # while 1.25 written as a decimal is an approximation
+
+
 @pytest.mark.parametrize(
-    "a, b, expected",
+    "value, key",
     [
-        ("3/2", "1.5", True),  # decimal agrees with exact
-        ("1.5", "1.50", True),  # both decimals, numerically equal
-        ("4.47", "4.472", False),  # both decimals, not equal
-        ("2*sqrt(5)", "4.47", True),
-        ("2*sqrt(5)", "sqrt(20)", True),
-        ("8*pi", "25.13", True),
-        ("8*pi", "8", False),
-        ("not a value", "3", False),
+        ("3/2", "1.5"),
+        ("1.5", "1.5"),
+        ("1.50", "1.5"),
+        ("12.0", "12"),
+        ("12", "12"),
+        ("-0.50", "-0.5"),
+        ("0.0", "0"),
+        ("5/4", "1.25"),
+        ("-7/8", "-0.875"),
+        ("2*sqrt(5)", "2*sqrt(5)"),
+        ("1/3", "1/3"),
+        ("4.47", "4.47"),
+        ("8*pi", "8*pi"),
     ],
 )
-def test_equivalent_for_consistency(a: str, b: str, expected: bool) -> None:
-    assert m.equivalent(a, b) is expected
-    assert m.equivalent(b, a) is expected
+def test_answer_key(value: str, key: str) -> None:
+    assert m.answer_key(value) == key
+
+
+def test_symbolically_equal_answers_share_a_key() -> None:
+    def key(text: str) -> str | None:
+        return m.answer_key(m.parse(text).value)
+
+    assert key("sqrt(20)") == key("2√5") == key("\\sqrt{20}") == key("2*sqrt(5)")
+    assert key("3/2") == key("1.5") == key("\\frac{6}{4}") == key("1.50") == key("3:2")
+    assert key("(1 + √5)/2") == key("0.5 + sqrt(5)/2")
+    assert key("1/sqrt(2)") == key("sqrt(2)/2")
+    assert key("4.47") != key("2√5") and key("3.16") != key("3.162")  # rounding is not an equivalence
+    assert key("I cannot tell") is None
 
 
 def test_pathological_input_is_cheap() -> None:
@@ -162,8 +237,8 @@ def test_no_names_reach_eval() -> None:
 
 
 def test_registered_with_version() -> None:
-    assert m.VERSION == "1"
-    assert parser_version("math") == "math/1"
+    assert m.VERSION == "2"
+    assert parser_version("math") == "math/2"
     assert parse("math", "Answer: 3/2").value == "3/2"
     assert parse("math", None).status == "unparsable"
 

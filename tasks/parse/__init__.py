@@ -2,7 +2,9 @@
 
 Each answer type names a parser module exposing ``VERSION`` (bumped whenever a change could alter
 a parse), ``parse(text) -> Parsed`` and ``matches(value, gold) -> bool``; it may expose
-``lenient(value, gold) -> bool`` for a separately labelled lenient score. Parses are derived data:
+``lenient(value, gold) -> bool`` for a separately labelled lenient score, and
+``answer_key(value) -> str | None`` when its values are not yet keys: the canonical answer stored
+with the parse (equal answers, equal keys), which Consistency@k compares. Parses are derived data:
 ``invarbench rescore`` recomputes them from stored responses at any time.
 """
 
@@ -53,6 +55,15 @@ def parse(answer_type: str, text: str | None) -> Parsed:
     if text is None:
         return Parsed.unparsable()
     return parser_for(answer_type).parse(text)
+
+
+def answer_key(answer_type: str, value: str | None) -> str | None:
+    """The canonical answer of a parsed ``value``: the parser's ``answer_key``, else the value itself
+    (integer and text values are canonical already); None for no value."""
+    if value is None:
+        return None
+    module = parser_for(answer_type)
+    return module.answer_key(value) if hasattr(module, "answer_key") else value
 
 
 def step_answer_type(item_answer_type: str, steps_json: str | None, step: str) -> str:

@@ -1,4 +1,4 @@
-"""Exact math answers (answer_type ``math``): extraction, a canonical form, and matching rule 1.
+"""Math answers (answer_type ``math``): extraction, a canonical form, matching rules 1 and 2, keys.
 
 Extraction (the first source found decides; a later source is never consulted when an earlier one
 exists but is unparsable, because that source is the model's declared answer):
@@ -28,24 +28,50 @@ Canonical value (``Parsed.value``):
   as ``1.5π``, are read as exact rationals), ``sympy.simplify``-ed and printed with ``str``
   (``2*sqrt(5)``, ``3/2``, ``8*pi``, ``90``). The generated golds use the same printer
   (:func:`canonical_exact`). An exact canonical string never contains ``.``, so the two kinds are
-  told apart by their text alone.
+  told apart by their text alone. A gold is read the same way: ``3.162`` is a decimal gold.
 
-Matching rule 1 (``VERSION = "1"``), for :func:`matches` and :func:`equivalent`:
+Matching (``VERSION = "2"``), for :func:`matches`; exact golds keep rule 1, decimal golds follow
+rule 2 (rule 2 is new in version 2; version 1 compared a decimal gold like any decimal, by equality):
 
-* two exact values are equal when they are symbolically equal (``2*sqrt(5)`` = ``sqrt(20)``);
-* two decimals are equal when they are numerically equal (``1.5`` = ``1.50``);
-* a decimal ``d`` and an exact value ``x`` are equal when ``d == x`` exactly (``1.5`` = ``3/2``,
-  ``12.0`` = ``12``), or, only when ``x`` has no terminating decimal expansion (an irrational
-  number, or a rational such as ``1/3``), when ``d`` has at least 3 significant digits and
-  ``|x − d| ≤ ½·10^(−k)``, k the number of digits after ``d``'s decimal point: ``d`` is ``x``
-  correctly rounded at ``d``'s last digit (``4.47`` ~ ``2√5``, ``0.333`` ~ ``1/3``, ``25.13`` ~
-  ``8π``; ``4.4`` has 2 significant digits and never matches ``2√5``; ``0.666`` is a truncation,
-  not a rounding, of ``2/3`` and does not match). Significant digits count from the first
-  non-zero digit and include trailing zeros (``4.470`` claims 4 and fails against ``2√5``).
-  A terminating rational gold (``5/4``) demands the exact decimal (``1.25``), never a rounding.
+Rule 1, an exact gold ``x`` (generated golds; any gold without a decimal point):
 
-``matches(value, gold)`` is ``equivalent(value, gold)``: a decimal gold (possible in imported sets)
-is compared like any decimal. Angles are numbers of degrees: ``π/2`` does not match ``90``.
+* an exact answer matches when it is symbolically equal (``2*sqrt(5)`` = ``sqrt(20)``);
+* a decimal answer ``d`` matches when ``d == x`` exactly (``1.5`` = ``3/2``, ``12.0`` = ``12``), or,
+  only when ``x`` has no terminating decimal expansion (an irrational number, or a rational such
+  as ``1/3``), when ``d`` has at least 3 significant digits and ``|x − d| ≤ ½·10^(−k)``, k the
+  number of digits after ``d``'s decimal point: ``d`` is ``x`` correctly rounded at ``d``'s last
+  digit (``4.47`` ~ ``2√5``, ``0.333`` ~ ``1/3``, ``25.13`` ~ ``8π``; ``4.4`` has 2 significant
+  digits and never matches ``2√5``; ``0.666`` is a truncation, not a rounding, of ``2/3`` and does
+  not match). Significant digits count from the first non-zero digit and include trailing zeros
+  (``4.470`` claims 4 and fails against ``2√5``). A terminating rational gold (``5/4``) demands
+  the exact decimal (``1.25``), never a rounding.
+
+Rule 2, a decimal gold ``g`` (imported sets such as GeoRepEval write golds as ``3.162``,
+``54.74``): ``g`` is an approximation, known to its last written digit. An answer ``a`` (decimal,
+or exact: ``sqrt(10)``, ``2*sqrt(3)``, ``3/2``, a number of degrees) matches when
+
+* ``a == g`` outright (``1.5`` = ``1.50`` = ``3/2`` against ``1.5``), or
+* the two agree at the coarser of their precisions and that precision keeps at least 3
+  significant digits: with ``c`` the one of ``a`` and ``g`` with fewer decimal places (``g``
+  when ``a`` is exact), ``c`` has at least 3 significant digits as written and
+  ``|a − g| ≤ ½·10^(−k)``, k = ``c``'s decimal places.
+
+So ``54.7356`` and ``54.74`` match (``54.7356`` rounds to ``54.74``), as do ``17.3205`` and
+``17.32``, ``3.16`` and ``3.162`` (``3.162`` rounds to ``3.16``), ``4.47`` and ``4.472``,
+``sqrt(10)`` and ``3.162``; one unit off in the last place does not (``54.73`` vs ``54.74``,
+``3.17`` vs ``3.162``), nor does an answer too coarse to tell (``3.2`` vs ``3.162``: 2
+significant digits). A gold of fewer than 3 significant digits (``0.5``) is matched only by an
+equal answer. The bound is inclusive: a gold that is itself a tie at the answer's precision
+(``3.165``) accepts either rounding, since the true value may lie on either side.
+
+Angles are numbers of degrees: ``π/2`` does not match ``90``.
+
+Answer key (:func:`answer_key`, stored with every parse for Consistency@k): a canonical form in
+which equal values are equal strings. A value with a terminating decimal expansion is its shortest
+decimal (``3/2``, ``1.5`` and ``1.50`` are all ``1.5``; ``12.0`` is ``12``); any other value is its
+exact canonical form (``sqrt(20)`` and ``2√5`` are ``2*sqrt(5)``). A decimal and an irrational
+value never share a key (``4.47`` is not ``2*sqrt(5)``): keys are an equivalence, and rounding is
+not one. Correct answers are compared by the gold instead (see ``sql/31_family.sql``).
 
 Safety: the text handed to sympy is capped at :data:`MAX_EXPR_CHARS` characters, may contain only
 digits, ``.``, ``+ - * / ^``, parentheses, spaces and the names ``sqrt`` and ``pi`` (so ``eval``
@@ -71,13 +97,13 @@ from sympy.parsing.sympy_parser import (
 
 from tasks.parse import Parsed
 
-VERSION = "1"
+VERSION = "2"
 
 MAX_EXPR_CHARS = 200  # longer "answers" are prose or garbage, and cost sympy time
 MAX_TEXT_CHARS = 100_000  # only the tail of a longer response is read (answers come last)
 MAX_EXPONENT = 12  # |numerator| and denominator of any exponent
 MAX_POWER_PRODUCT = 64  # product of exponents along nested powers: bounds the size of integers
-MIN_SIG_DIGITS = 3  # rule 1: fewer significant digits never match an irrational gold
+MIN_SIG_DIGITS = 3  # rules 1 and 2: fewer significant digits match only an equal value
 MAX_RUNS = 50  # runs tried per span: garbage with thousands of failing runs stays cheap
 
 _TRANSFORMS = (auto_number, rationalize, convert_xor, implicit_multiplication)
@@ -141,22 +167,25 @@ def parse(text: str) -> Parsed:
 
 
 def matches(value: str, gold: str) -> bool:
-    """Whether a canonical parsed ``value`` equals the ``gold`` answer under rule 1."""
-    return equivalent(value, gold)
-
-
-def equivalent(a: str, b: str) -> bool:
-    """Whether two canonical values are equal under rule 1 (used for correctness and Consistency@k)."""
-    va, vb = _read_canonical(a), _read_canonical(b)
-    if va is None or vb is None:
+    """Whether a canonical parsed ``value`` matches the ``gold``: rule 1, or rule 2 for a decimal gold."""
+    v, g = _read_canonical(value), _read_canonical(gold)
+    if v is None or g is None:
         return False
-    if va.is_decimal and vb.is_decimal:
-        return bool(va.expr == vb.expr)
-    if va.is_decimal:
-        return _decimal_agrees(va, vb.expr)
-    if vb.is_decimal:
-        return _decimal_agrees(vb, va.expr)
-    return _exact_equal(va.expr, vb.expr)
+    if g.is_decimal:
+        return _agrees_with_decimal_gold(v, g)
+    if v.is_decimal:
+        return _decimal_agrees(v, g.expr)
+    return _exact_equal(v.expr, g.expr)
+
+
+def answer_key(value: str | None) -> str | None:
+    """The key of a canonical value (see the module docstring): equal values, equal keys."""
+    read = _read_canonical(value) if value is not None else None
+    if read is None:
+        return None
+    if _terminates(read.expr):
+        return _decimal_text(read.expr)
+    return canonical_exact(read.expr)
 
 
 def canonical_exact(expr: sympy.Expr) -> str:
@@ -371,11 +400,38 @@ def _decimal_agrees(d: _Value, x: sympy.Expr) -> bool:
         return True
     if _terminates(x) or d.sig_digits < MIN_SIG_DIGITS:
         return False
-    slack = sympy.Abs(x - d.expr) - sympy.Rational(1, 2 * 10**d.places)
+    return _within(x, d.expr, d.places)
+
+
+def _agrees_with_decimal_gold(a: _Value, g: _Value) -> bool:
+    """Rule 2 for an answer ``a`` against a decimal gold ``g`` (see the module docstring)."""
+    if a.expr.is_Rational and a.expr == g.expr:
+        return True
+    coarser = a if a.is_decimal and a.places < g.places else g
+    if coarser.sig_digits < MIN_SIG_DIGITS:
+        return False
+    return _within(a.expr, g.expr, coarser.places)
+
+
+def _within(x: sympy.Expr, d: sympy.Expr, places: int) -> bool:
+    """Whether ``|x − d| ≤ ½·10^(−places)``, exactly (numerically only where ``x`` is irrational)."""
+    slack = sympy.Abs(x - d) - sympy.Rational(1, 2 * 10**places)
     if slack.is_Rational:
         return bool(slack <= 0)
     numeric = slack.evalf(30)
     return bool(numeric.is_number and numeric <= 0)
+
+
+def _decimal_text(x: sympy.Rational) -> str:
+    """The shortest decimal of a rational with a terminating expansion (``3/2`` → ``1.5``, ``12`` → ``12``)."""
+    p, q = int(x.p), int(x.q)
+    places = 0
+    while (10**places) % q:  # q = 2^a·5^b divides 10^max(a, b)
+        places += 1
+    scaled = abs(p) * 10**places // q
+    whole, frac = divmod(scaled, 10**places)
+    text = f"{whole}.{frac:0{places}d}".rstrip("0").rstrip(".") if places else str(whole)
+    return f"-{text}" if p < 0 else text
 
 
 def _exact_equal(a: sympy.Expr, b: sympy.Expr) -> bool:

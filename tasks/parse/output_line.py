@@ -16,8 +16,10 @@ Extraction (``parse``):
 - The value is always a string: the answer ``None`` stays the four-letter string ``None``.
 
 Scoring: ``matches`` is exact, case-sensitive equality after whitespace normalisation (the
-headline score); ``lenient`` compares the sets of whitespace-separated tokens, ignoring order and
-repeats (a separately labelled score, meaningful for ``list_intersection``).
+headline score); ``lenient`` (version 2) compares the sets of items, ignoring order, repeats and
+case, where items are separated by whitespace, ``/``, ``,`` or ``;`` (a separately labelled score,
+meaningful for ``list_intersection``, whose answers are written ``a b c``, ``a/b/c`` or
+``a, b, c`` depending on who wrote the prompt). Version 1 split on whitespace only and kept case.
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ import re
 
 from tasks.parse import Parsed
 
-VERSION = "1"
+VERSION = "2"
 
 _MARKER = re.compile(r"\boutput\b[ \t]*[*_`]*[ \t]*:", re.IGNORECASE)
 _EDGE_MARKUP = "*_`"
 _QUOTES = "\"'"
+_ITEM_SEPARATORS = re.compile(r"[\s/,;]+")
 
 
 def parse(text: str) -> Parsed:
@@ -70,8 +73,13 @@ def matches(value: str | None, gold: str) -> bool:
 
 
 def lenient(value: str | None, gold: str) -> bool:
-    """Order-insensitive match of the sets of whitespace-separated tokens."""
-    return value is not None and set(value.split()) == set(gold.split())
+    """Order- and case-insensitive match of the sets of items (see the module docstring)."""
+    return value is not None and items(value) == items(gold)
+
+
+def items(value: str) -> set[str]:
+    """The set of items of a list answer: split on whitespace, ``/``, ``,`` and ``;``, lower-cased."""
+    return {item for item in _ITEM_SEPARATORS.split(value.casefold()) if item}
 
 
 def _answer_after(text: str, start: int) -> str:
