@@ -110,3 +110,35 @@ def test_rescore_selection_by_model_through_the_cli(tmp_path, no_model_calls):
 def test_rescore_rejects_a_bad_date(tmp_path):
     result = CliRunner().invoke(app, ["rescore", "--since", "yesterday"])
     assert result.exit_code == 2
+
+
+def test_rescore_moves_math_runs_from_rule_1_to_rule_2_without_a_call(tmp_path, no_model_calls):
+    """Runs scored by math parser 1 (a decimal gold compared by equality) move to rule 2 on rescore."""
+    lake = LakeBuilder(tmp_path / "wh")
+    # family: (gold, reply, value parser 1 stored, status parser 1 gave, status under rule 2)
+    stored = {
+        "G1": ("54.74", "Answer: 54.7356", "54.7356", "wrong", "correct"),
+        "G2": ("17.32", "Answer: 17.3205", "17.3205", "wrong", "correct"),
+        "G3": ("3.162", "Answer: 3.16", "3.16", "wrong", "correct"),
+        "G4": ("54.74", "Answer: 54.73", "54.73", "wrong", "wrong"),
+        "G5": ("3.162", "Answer: sqrt(10)", "sqrt(10)", "correct", "correct"),
+    }
+    trials = {}
+    for family, (gold, text, value, status, _) in stored.items():
+        item = lake.item(family, gold=gold, suite="geometry", task="length", category="length", answer_type="math")
+        trial_id, request_id, response_id = lake.answered(item, "m1", text)
+        lake.parse(response_id, request_id, value, "math")
+        lake.score(trial_id, item, "m1", status, value, answer_type="math")
+        trials[trial_id] = family
+    lake.flush()
+    config = write_config(tmp_path / "invarbench.toml", {"warehouse": {"path": str(tmp_path / "wh")},
+                                                         "sweep": {"models": ["local/smollm2"]}})
+    summary = rescore(str(config))
+    assert (summary["parses_written"], summary["scores_written"]) == (5, 5)
+    now = {trials[r["trial_id"]]: (r["status"], r["scorer_version"]) for r in lake.query("SELECT * FROM scores")}
+    assert now == {f: (expected, "score/1+math/2") for f, (*_, expected) in stored.items()}
+    flips = {trials[c["trial_id"]]: (c["previous_scorer_version"], c["previous_status"], c["status"])
+             for c in lake.query("SELECT * FROM score_changes WHERE flipped")}
+    assert flips == {f: ("score/1+math/1", "wrong", "correct") for f in ("G1", "G2", "G3")}
+    assert {r["parser_version"] for r in lake.query("SELECT parser_version FROM parses")} == {"math/2"}
+    assert count(lake, "responses") == 5
