@@ -338,8 +338,9 @@ def report(
 
 @app.command("import-responses")
 def import_responses(
-    file: Path = typer.Argument(..., help="CSV, JSONL or Parquet: prompt/input, target/gold, prediction/response, "
-                                          "optional task, family_id, variant, bin, key_entities"),
+    file: Path = typer.Argument(..., help="CSV, JSONL or Parquet: prompt/input, target/gold/out, "
+                                          "prediction/response/pred, optional task, family_id, variant, "
+                                          "bin/bins, key_entities"),
     model: str = typer.Option(..., "--model", help="name the responses are stored under (route provider: imported)"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
@@ -362,6 +363,9 @@ def import_responses(
     types = ", ".join(f"{task}: {t}" for task, t in sorted(summary["answer_types"].items()))
     console.print(f"{summary['message']}\n{summary['items']} items, {summary['requests']} requests; "
                   f"answer types {types}", highlight=False)
+    if summary["bins"]:
+        console.print("bins (as written → stored): "
+                      + ", ".join(f"{given} → {label}" for given, label in summary["bins"].items()), highlight=False)
     if summary["ignored_columns"]:
         err.print(f"[yellow]ignored columns: {', '.join(summary['ignored_columns'])}[/]", highlight=False)
 

@@ -5,15 +5,31 @@ response. Column names are exact (lower case); other columns are ignored and rep
 
 ======================  ==========================================================================
 ``prompt`` / ``input``  the prompt (required; sent as one user message)
-``target`` / ``gold``   the gold answer (required)
+``target`` / ``gold`` / the gold answer (required, never empty: see below)
+``out``
 ``prediction`` /        the model's raw reply (required; may be empty, which scores as unparsable)
-``response``
+``response`` / ``pred``
 ``task``                task name (default ``imported``); it decides the parser, see below
 ``family_id``           family of the item (default: one family per task and prompt)
 ``variant``             variant within the family (default ``original``)
 ``key_entities``        integer (default: the bin's lower edge, else 0)
-``bin``                 ``lo-hi`` or ``lo`` (default: ``key_entities`` alone; ``all`` when neither)
+``bin`` / ``bins``      the bin, in any common spelling (default: ``key_entities`` alone; ``all``
+                        when neither is given), see below
 ======================  ==========================================================================
+
+The aliases ``out``, ``pred`` and ``bins`` are the MLissard result files' names, so those files
+import as published. Two columns giving the same thing (``target`` and ``out``) are an error.
+
+Bins: ``lo-hi``, ``lo~hi`` (MLissard's ``13~18``), ``[lo, hi)``, ``[lo, hi]`` and a single ``n``
+are accepted and stored as the project's label ``lo-hi`` (``n`` alone for a one-value bin), with
+``bin_lo`` and ``bin_hi``; the import summary lists each spelling with its normalised label.
+``key_entities`` must lie in its bin: ``lo <= n < hi`` for ``[lo, hi)``, ``lo <= n <= hi``
+otherwise (the spelling does not say whether the upper edge is open, and a series' last bin is
+closed).
+
+An empty gold is an error naming the row: it cannot be told from a gold lost on the way (MLissard's
+list-intersection files lost their ``None`` golds to empty cells). Write the answer the task
+expects instead; for list_intersection with no common item, that is ``None``.
 
 Numbers are accepted where text is expected (a float with no fraction reads as an integer:
 ``6.0`` → ``6``); a missing value (empty cell in a short CSV line, JSON ``null``, Parquet null or
@@ -26,13 +42,17 @@ parser when every gold of that task is an integer, else ``text``: exact match (w
 normalised) of the reply's ``Output:`` line, or of the whole reply when it is a single line.
 
 Items are built with :class:`tasks.records.Item` (suite ``imported``) and pass the same Great
-Expectations validation as generated ones. Rows with the same prompt are samples 0, 1, ... of it
-in file order, so every row is its own request. Requests carry the route
-``imported / <model> / ''``; a request already answered in the ledger keeps its stored response
-(the import then counts it as cached, as a sweep would).
+Expectations validation as generated ones. An item's identity is (task, family_id, variant,
+prompt), never the prompt alone: GeoRepEval states some families' Euclidean and vector variants in
+the same words, and they stay two variants of one family. Rows of one identity are samples 0, 1,
+... of that item in file order; rows of one identity that disagree on the gold, bin or
+key_entities are an error. Every row is its own request: requests carry the route
+``imported / <model> / ''`` and, in their sampling, the item id (``{"item": ...}``), so two items
+with one prompt never share a request or its reply. A request already answered in the ledger
+keeps its stored response (the import then counts it as cached, as a sweep would).
 
 Nothing is written until every row is decoded and the items are valid: a missing column, an empty
-file or an undecodable row raises :class:`ImportRejected` naming the row and column.
+file, an undecodable row or an empty gold raises :class:`ImportRejected` naming the row and column.
 """
 
 from __future__ import annotations
@@ -59,18 +79,22 @@ from tasks.suites.base import family_id
 from tasks.validate import ValidationFailed, validate_items
 
 SUITE = "imported"
-VERSION = "1"
+VERSION = "2"  # 2: item identity (task, family_id, variant, prompt); bin spellings; item id in requests
 PROVIDER = "imported"
 DEFAULT_TASK = "imported"
 DEFAULT_VARIANT = "original"
 
 # canonical name → accepted column names, in the order the module docstring gives them
-REQUIRED = {"prompt": ("prompt", "input"), "gold": ("target", "gold"), "response": ("prediction", "response")}
-OPTIONAL = ("task", "family_id", "variant", "bin", "key_entities")
+REQUIRED = {"prompt": ("prompt", "input"), "gold": ("target", "gold", "out"),
+            "response": ("prediction", "response", "pred")}
+OPTIONAL = {"task": ("task",), "family_id": ("family_id",), "variant": ("variant",), "bin": ("bin", "bins"),
+            "key_entities": ("key_entities",)}
 SUITE_ANSWER_TYPES = {"lissard": "text", "symmetry": "integer", "geometry": "math"}
 
 _INTEGER = re.compile(r"-?\d+")
-_BIN = re.compile(r"(\d+)(?:-(\d+))?")
+_BIN_RANGE = re.compile(r"(\d+)\s*[-~]\s*(\d+)")
+_BIN_INTERVAL = re.compile(r"\[\s*(\d+)\s*,\s*(\d+)\s*([\])])")
+_BIN_SINGLE = re.compile(r"\d+")
 
 
 class ImportRejected(ValueError):
@@ -100,6 +124,7 @@ class ImportPlan:
     texts: dict[str, str]  # request_id → reply
     answer_types: dict[str, str]
     ignored_columns: list[str] = field(default_factory=list)
+    bins: dict[str, str] = field(default_factory=dict)  # bin as written → normalised label
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -164,15 +189,17 @@ READERS = {".csv": _csv_rows, ".jsonl": _jsonl_rows, ".parquet": _parquet_rows}
 def resolve_columns(path: Path, header: list[str]) -> tuple[dict[str, str], list[str]]:
     """Map canonical names to the file's columns; returns (mapping, ignored columns)."""
     mapping: dict[str, str] = {}
-    for name, accepted in REQUIRED.items():
+    for name, accepted in {**REQUIRED, **OPTIONAL}.items():
         present = [c for c in accepted if c in header]
-        if not present:
-            raise ImportRejected(f"{path}: missing column {accepted[0]!r} (or {accepted[1]!r}); "
+        if not present and name in REQUIRED:
+            others = ", ".join(repr(c) for c in accepted[1:])
+            raise ImportRejected(f"{path}: missing column {accepted[0]!r} (or {others}); "
                                  f"columns found: {', '.join(header) or 'none'}")
         if len(present) > 1:
-            raise ImportRejected(f"{path}: columns {present[0]!r} and {present[1]!r} both give the {name}; keep one")
-        mapping[name] = present[0]
-    mapping.update({name: name for name in OPTIONAL if name in header})
+            raise ImportRejected(f"{path}: columns {' and '.join(repr(c) for c in present)} both give the {name}; "
+                                 "keep one")
+        if present:
+            mapping[name] = present[0]
     return mapping, sorted(set(header) - set(mapping.values()))
 
 
@@ -209,7 +236,9 @@ def decode(path: Path, header_rows: tuple[list[str], list[tuple[str, dict[str, A
                 if value is None:
                     raise ImportRejected(f"{path}: {where}, column {column!r}: missing value")
                 if name != "response" and not value.strip():
-                    raise ImportRejected(f"{path}: {where}, column {column!r}: empty")
+                    hint = (" (write the answer the task expects; for list_intersection with no common item, "
+                            "that is None)" if name == "gold" else "")
+                    raise ImportRejected(f"{path}: {where}, column {column!r}: empty{hint}")
             elif value is not None and not value.strip():
                 value = None  # an empty optional cell means "not given"
             values[name] = value
@@ -234,8 +263,20 @@ def answer_types(records: list[Record]) -> dict[str, str]:
             for task, gs in golds.items()}
 
 
+def parse_bin(label: str) -> tuple[int, int, bool] | None:
+    """(lo, hi, half_open) of a bin in a common spelling (see the module docstring), else None."""
+    text = label.strip()
+    if m := _BIN_RANGE.fullmatch(text):
+        return int(m.group(1)), int(m.group(2)), False
+    if m := _BIN_INTERVAL.fullmatch(text):
+        return int(m.group(1)), int(m.group(2)), m.group(3) == ")"
+    if _BIN_SINGLE.fullmatch(text):
+        return int(text), int(text), False
+    return None
+
+
 def _bin(path: Path, r: Record) -> tuple[int, str, int, int]:
-    """(key_entities, bin label, bin_lo, bin_hi) of a record, defaults filled in."""
+    """(key_entities, normalised bin label, bin_lo, bin_hi) of a record, defaults filled in."""
     ke_text, label = r.values.get("key_entities"), r.values.get("bin")
     key_entities = None
     if ke_text is not None:
@@ -246,15 +287,18 @@ def _bin(path: Path, r: Record) -> tuple[int, str, int, int]:
         if key_entities is None:
             return 0, "all", 0, 0
         return key_entities, str(key_entities), key_entities, key_entities
-    m = _BIN.fullmatch(label.strip())
-    if not m:
-        raise ImportRejected(f"{path}: {r.where}, column 'bin': {label!r} is not a bin label 'lo-hi' or 'lo'")
-    lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+    parsed = parse_bin(label)
+    if parsed is None:
+        raise ImportRejected(f"{path}: {r.where}, column 'bin': {label!r} is not a bin label "
+                             "('lo-hi', 'lo~hi', '[lo, hi)', '[lo, hi]' or 'n')")
+    lo, hi, half_open = parsed
+    if hi < lo or (half_open and hi == lo):
+        raise ImportRejected(f"{path}: {r.where}, column 'bin': {label!r} is an empty range")
     if key_entities is None:
         key_entities = lo
-    if not lo <= key_entities <= hi:
+    if not lo <= key_entities <= hi or (half_open and key_entities == hi):
         raise ImportRejected(f"{path}: {r.where}: key_entities {key_entities} is outside its bin {label!r}")
-    return key_entities, label.strip(), lo, hi
+    return key_entities, str(lo) if lo == hi else f"{lo}-{hi}", lo, hi
 
 
 def build_item(path: Path, r: Record, answer_type: str) -> Item:
@@ -282,22 +326,30 @@ def plan_import(path: Path, model: str) -> ImportPlan:
     records, ignored = decode(path, READERS[path.suffix.lower()](path))
     types = answer_types(records)
     route = Route(provider=PROVIDER, model=model, api_base="")
-    items: dict[str, Item] = {}
-    # Counted per prompt, not per item: two items with one prompt would otherwise be one request.
-    samples: Counter[tuple[tuple[str, str], ...]] = Counter()
-    requests, texts = [], {}
+    items: dict[tuple[str, str, str, str], tuple[Item, Record]] = {}
+    # Samples count per item identity (task, family_id, variant, prompt), never per prompt alone.
+    samples: Counter[tuple[str, str, str, str]] = Counter()
+    requests, texts, bins = [], {}, {}
     for r in records:
         item = build_item(path, r, types[r.task])
-        items.setdefault(item.item_id, item)
-        sample_idx = samples[item.messages]
-        samples[item.messages] += 1
-        req = Request(trial_id=trial_id(item.item_id, asdict(route), {}, sample_idx), item_id=item.item_id,
-                      model=model, step="main", route=route, messages=item.messages, sampling={},
+        identity = (item.task, item.family_id, item.variant, item.prompt)
+        first, first_record = items.setdefault(identity, (item, r))
+        if first.item_id != item.item_id:
+            raise ImportRejected(f"{path}: {r.where}: same task, family_id, variant and prompt as {first_record.where} "
+                                 "but a different gold, bin or key_entities")
+        if r.values.get("bin") is not None:
+            bins[r.values["bin"].strip()] = item.bin
+        sample_idx = samples[identity]
+        samples[identity] += 1
+        # The item id in the sampling keeps two items with one prompt two requests, each with its reply.
+        sampling = {"item": item.item_id}
+        req = Request(trial_id=trial_id(item.item_id, asdict(route), sampling, sample_idx), item_id=item.item_id,
+                      model=model, step="main", route=route, messages=item.messages, sampling=sampling,
                       sample_idx=sample_idx)
         requests.append(req)
         texts[req.request_id] = r.values["response"]
     by_task: dict[str, list[Item]] = {}
-    for item in items.values():
+    for item, _ in items.values():
         by_task.setdefault(item.task, []).append(item)
     rows = [item_row(item, dataset_id(SUITE, task, VERSION, {"items": sorted(i.item_id for i in task_items)}, 0))
             for task, task_items in by_task.items() for item in task_items]
@@ -306,7 +358,7 @@ def plan_import(path: Path, model: str) -> ImportPlan:
     except ValidationFailed as exc:
         raise ImportRejected(f"{path}: the items fail validation:\n{exc}") from None
     return ImportPlan(source=str(path), model=model, items=rows, requests=requests, texts=texts,
-                      answer_types=types, ignored_columns=ignored)
+                      answer_types=types, ignored_columns=ignored, bins=dict(sorted(bins.items())))
 
 
 # --- storing ------------------------------------------------------------------------------------
@@ -316,7 +368,7 @@ def _run_row(run_id: str, plan: ImportPlan, status: str, started: Any, **counts:
         "run_id": run_id, "flow_run_id": "", "kind": "import", "status": status, "started_at": started,
         "updated_at": now_utc(), "models": canonical_json([plan.model]), "n_items": len(plan.items),
         "config": canonical_json({"source": plan.source, "model": plan.model, "answer_types": plan.answer_types,
-                                  "ignored_columns": plan.ignored_columns}),
+                                  "ignored_columns": plan.ignored_columns, "bins": plan.bins}),
         **counts,
     }
 
@@ -345,4 +397,4 @@ def store_import(plan: ImportPlan, lake: str) -> dict[str, Any]:
                                        n_sent=0, n_cached=cached, n_errors=0, message=message)])
     return {"run_id": run_id, "items": len(plan.items), "requests": len(plan.requests), "stored": len(fresh),
             "cached": cached, "parsed": parsed.written, "scored": scored.written, "answer_types": plan.answer_types,
-            "ignored_columns": plan.ignored_columns, "message": message}
+            "ignored_columns": plan.ignored_columns, "bins": plan.bins, "message": message}

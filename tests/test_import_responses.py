@@ -131,7 +131,7 @@ def test_formats_agree_and_a_reimport_stores_nothing_new(tmp_path, config):
 
 
 def test_one_prompt_in_two_items_is_two_requests(tmp_path, config):
-    """Sample indices count per prompt, so no two rows share a request (or its one response)."""
+    """Two items with one prompt are two requests, each keeping its own reply."""
     rows = [{"task": "a", "prompt": "Same?", "target": "yes", "prediction": "yes"},
             {"task": "b", "prompt": "Same?", "target": "no", "prediction": "yes"}]
     result = invoke("import-responses", str(write_jsonl(tmp_path / "r.jsonl", rows)), "--model", "m",
@@ -171,9 +171,9 @@ HEADER = "prompt,target,prediction\n"
 # case → (write the file under a folder, text the message must contain)
 MALFORMED = {
     "missing target column": (lambda d: write_csv(d / "a.csv", [GOOD], ["prompt", "prediction"]),
-                              "missing column 'target' (or 'gold')"),
+                              "missing column 'target' (or 'gold', 'out')"),
     "missing prediction column": (lambda d: write_jsonl(d / "a.jsonl", [{"input": "q", "gold": "1"}]),
-                                  "missing column 'prediction' (or 'response')"),
+                                  "missing column 'prediction' (or 'response', 'pred')"),
     "two prompt columns": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "input": "q"}]),
                            "columns 'prompt' and 'input' both give the prompt"),
     "empty csv": (lambda d: raw(d / "a.csv", b""), "no rows to import"),
@@ -193,6 +193,18 @@ MALFORMED = {
     "list as gold": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "target": [1]}]),
                      "line 1, column 'target': expected text or a number, got list"),
     "blank gold": (lambda d: raw(d / "a.csv", HEADER + "q,1,1\nq2, ,2\n"), "line 3, column 'target': empty"),
+    "empty gold names the fill": (lambda d: raw(d / "a.csv", "input,out,bins,pred\nq,a b,1~5,Output: a\nq2,,1~5,x\n"),
+                                  "line 3, column 'out': empty (write the answer the task expects; for "
+                                  "list_intersection with no common item, that is None)"),
+    "two gold columns": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "out": "1"}]),
+                         "columns 'target' and 'out' both give the gold"),
+    "half-open bin excludes its upper edge": (
+        lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "key_entities": 18, "bin": "[13, 18)"}]),
+        "line 1: key_entities 18 is outside its bin '[13, 18)'"),
+    "reversed bin": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "bin": "18~13"}]),
+                     "line 1, column 'bin': '18~13' is an empty range"),
+    "one item with two golds": (lambda d: write_jsonl(d / "a.jsonl", [GOOD, {**GOOD, "target": "2"}]),
+                                "line 2: same task, family_id, variant and prompt as line 1 but a different gold"),
     "null gold in parquet": (lambda d: write_parquet(d / "a.parquet", [GOOD, {**GOOD, "target": None}]),
                              "row 2, column 'target': missing value"),
     "key_entities not an integer": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "key_entities": "many"}]),
@@ -215,3 +227,93 @@ def test_malformed_input_exits_2_and_stores_nothing(case, tmp_path, config):
     assert expected in " ".join(result.output.split()), (case, result.output)
     assert str(source) in " ".join(result.output.split())
     assert lake_files(tmp_path / "wh") == []
+
+
+def test_item_identity_is_task_family_variant_and_prompt(tmp_path, config):
+    """A family whose euclid and vector variants share their wording stays one complete family;
+    only repeated rows of one identity are samples of it."""
+    shared = "Points A, B, C with AB = 3 and BC = 4 at a right angle. Find AC."
+    rows = [
+        {"task": "length", "family_id": "tri", "variant": "euclid", "prompt": shared, "target": "5", "prediction": "Answer: 5"},
+        {"task": "length", "family_id": "tri", "variant": "coord", "prompt": "A=(0,0), B=(3,0), C=(3,4). Find AC.",
+         "target": "5", "prediction": "Answer: 5"},
+        {"task": "length", "family_id": "tri", "variant": "vector", "prompt": shared, "target": "5", "prediction": "Answer: 6"},
+        # a second sample of the euclid item, and of the vector item
+        {"task": "length", "family_id": "tri", "variant": "euclid", "prompt": shared, "target": "5", "prediction": "Answer: 5"},
+        {"task": "length", "family_id": "tri", "variant": "vector", "prompt": shared, "target": "5", "prediction": "Answer: 5"},
+        {"task": "length", "family_id": "tri", "variant": "coord", "prompt": "A=(0,0), B=(3,0), C=(3,4). Find AC.",
+         "target": "5", "prediction": "Answer: 5.0"},
+    ]
+    result = invoke("import-responses", str(write_jsonl(tmp_path / "r.jsonl", rows)), "--model", "m",
+                    "--config", str(config))
+    assert result.exit_code == 0, result.output
+    scored = lake(tmp_path, """SELECT i.variant, ts.sample_idx, ts.status FROM trial_scores ts JOIN items i USING (item_id)
+                               ORDER BY ts.sample_idx, i.variant""")
+    assert [(s["variant"], s["sample_idx"], s["status"]) for s in scored] == [
+        ("coord", 0, "correct"), ("euclid", 0, "correct"), ("vector", 0, "wrong"),
+        ("coord", 1, "correct"), ("euclid", 1, "correct"), ("vector", 1, "correct")]
+    assert lake(tmp_path, "SELECT count(DISTINCT request_id) AS n FROM responses") == [{"n": 6}]
+    [row] = lake(tmp_path, "SELECT n_units, n_complete, n_invariant, n_consistent FROM invariance")
+    assert row == {"n_units": 2, "n_complete": 2, "n_invariant": 1, "n_consistent": 1}  # sample 0: 5, 5, 6
+    flips = {r["pattern"]: r["n"] for r in lake(tmp_path, "SELECT pattern, n FROM flip_patterns WHERE n > 0")}
+    assert flips == {"CCC": 1, "CCW": 1}
+
+
+def test_common_bin_spellings_are_normalised_and_reported(tmp_path, config):
+    spellings = {"13~18": ("13-18", 13, 18), "[18, 25)": ("18-25", 18, 25), "25-32": ("25-32", 25, 32),
+                 "[32, 40]": ("32-40", 32, 40), "7": ("7", 7, 7), " 40 ~ 48 ": ("40-48", 40, 48)}
+    rows = [{"prompt": f"q{i}", "target": "1", "prediction": "1", "bin": b} for i, b in enumerate(spellings)]
+    result = invoke("import-responses", str(write_jsonl(tmp_path / "r.jsonl", rows)), "--model", "m",
+                    "--config", str(config))
+    assert result.exit_code == 0, result.output
+    stored = {r["prompt"]: (r["bin"], r["bin_lo"], r["bin_hi"], r["key_entities"])
+              for r in lake(tmp_path, "SELECT prompt, bin, bin_lo, bin_hi, key_entities FROM items")}
+    assert stored == {f"q{i}": (*v, v[1]) for i, v in enumerate(spellings.values())}
+    output = " ".join(result.output.split())
+    assert "bins (as written → stored):" in output
+    assert all(f"{given.strip()} → {label}" in output for given, (label, *_) in spellings.items())
+
+
+# MLissard's published result files, in their own shapes: object counting (input, target, bins,
+# pred) and list intersection (input, out, ..., bins, pred, token counts) with '/'-separated
+# lists in the prompts and replies and space-separated golds.
+OBJECT_COUNTING = """input,target,bins,pred
+"I have a cabbage, two carrots, and a yam.",4,1~7,Output: 4
+"I have three lamps, a car, two stoves, a bed, four chairs, a toaster, and an oven.",13,13~18,Output: 12
+"""
+LIST_INTERSECTION = """input,out,len_list,total_inter,A,B,bins,pred,total-tokens,prompt-tokens,completion-tokens
+"A: river/pilot/amber/quill
+B: quill/amber/lunar/tidal",amber quill,4,2,river/pilot/amber/quill,quill/amber/lunar/tidal,1~24,Output: quill/amber,90,80,10
+"A: cobalt/ember/frost
+B: frost/cobalt/ember",cobalt ember frost,3,3,cobalt/ember/frost,frost/cobalt/ember,1~24,"Output: Frost, Cobalt; ember",90,80,10
+"A: maple/cedar/aspen
+B: cedar/birch/aspen",aspen cedar,3,2,maple/cedar/aspen,cedar/birch/aspen,1~24,Output: aspen/cedar/birch,90,80,10
+"A: onyx/jade
+B: ruby/opal",None,2,0,onyx/jade,ruby/opal,1~24,Output: None,90,80,10
+"""
+
+
+def test_mlissard_files_import_as_published(tmp_path, config):
+    counting = raw(tmp_path / "object_counting_gpt-4.csv", OBJECT_COUNTING)
+    result = invoke("import-responses", str(counting), "--model", "gpt-4", "--config", str(config))
+    assert result.exit_code == 0, result.output
+    assert "1~7 → 1-7" in result.output and "13~18 → 13-18" in result.output
+    scored = lake(tmp_path, "SELECT bin, status, answer_type FROM trial_scores ORDER BY bin")
+    assert scored == [{"bin": "1-7", "status": "correct", "answer_type": "integer"},
+                      {"bin": "13-18", "status": "wrong", "answer_type": "integer"}]
+
+
+def test_lenient_list_matching_splits_on_slashes_commas_and_semicolons(tmp_path, config):
+    source = raw(tmp_path / "list_intersection_llama3-70b.csv", LIST_INTERSECTION)
+    result = invoke("import-responses", str(source), "--model", "llama-3", "--config", str(config))
+    assert result.exit_code == 0, result.output
+    rows = {r["gold"]: (r["status"], r["lenient_correct"]) for r in lake(
+        tmp_path, "SELECT gold, status, lenient_correct FROM trial_scores")}
+    assert rows == {
+        "amber quill": ("wrong", True),  # '/'-separated, other order
+        "cobalt ember frost": ("wrong", True),  # ',' and ';', other case
+        "aspen cedar": ("wrong", False),  # one item too many
+        "None": ("correct", True),
+    }
+    [acc] = lake(tmp_path, "SELECT accuracy, lenient_accuracy FROM lenient_accuracy_by_bin")
+    assert acc == {"accuracy": pytest.approx(1 / 4), "lenient_accuracy": pytest.approx(3 / 4)}
