@@ -272,8 +272,8 @@ def test_registry_exposes_seven_tasks():
     for name, spec in TASKS.items():
         assert spec.name == name and spec.suite == "lissard"
         assert spec.defaults["items_per_bin"] == 75
-    assert parser_for("text").VERSION == "1"
-    assert parser_version("text") == "text/1"
+    assert parser_for("text").VERSION == "2"
+    assert parser_version("text") == "text/2"
 
 
 def test_names_vocabulary():
@@ -568,3 +568,7 @@ def test_matching_rules():
     assert not matches("r A h", "r a h")
     assert not matches(">]", "> ]")
     assert not lenient("None", "Izumi")
+    # lenient (text/2): items split on whitespace, '/', ',' and ';', any case and order
+    assert lenient("izumi/leopold", "Izumi Leopold") and lenient("Leopold, Izumi", "Izumi Leopold")
+    assert lenient("LEOPOLD; izumi", "Izumi Leopold") and lenient("Izumi / Leopold / Izumi", "Izumi Leopold")
+    assert not lenient("Izumi/Leopold/Amara", "Izumi Leopold") and not lenient("Izumi-Leopold", "Izumi Leopold")
