@@ -150,14 +150,16 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
 
 @flow(name="sweep", log_prints=False)
 def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = None,
-          dispatch: bool = False) -> dict[str, Any]:
+          dispatch: bool = False, select: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """Run a sweep: every configured task on every configured model. Returns the run summary.
 
+    ``select`` (keys ``suites``, ``tasks``, ``datasets``: the CLI's filters) restricts the run to
+    what it names (:meth:`Config.select`); the run's stored configuration is the restricted one.
     With ``dispatch``, each (model, batch) unit runs as a flow run of the ``sweep-batch``
     deployment that any worker on the pool may pick up (:mod:`flows.batch`); without it, here.
     """
     logger = get_run_logger()
-    cfg = load_config(config_path, overrides)
+    cfg = load_config(config_path, overrides).select(**(select or {}))
     if dispatch:
         from flows import batch as scale_out  # it imports this module's stages
 
