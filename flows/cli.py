@@ -153,6 +153,9 @@ def sweep(
     )
     if summary.get("report"):
         console.print(f"report:    {summary['report']}", highlight=False)
+    if summary["dropped_families"]:
+        err.print(f"[yellow]{len(summary['dropped_families'])} family(ies) dropped: each repeats a prompt of an "
+                  f"earlier family of its suite (one problem counts once)[/]", highlight=False)
     if summary["errors"]:
         err.print(f"[yellow]{summary['errors']} request(s) ended in error; the next sweep sends them again[/]")
 
