@@ -196,9 +196,6 @@ class Config(_Strict):
             suite: {**(data["suites"].get(suite) or {"preset": "full"}), "tasks": task_list}
             for suite, task_list in chosen.items()
         }
-        for entry in data["suites"].values():
-            if entry["tasks"] is None:
-                del entry["tasks"]
         data["sweep"]["datasets"] = list(dict.fromkeys(datasets))
         return Config.model_validate(data)
 
