@@ -99,14 +99,20 @@ def sweep(
     samples: Optional[int] = typer.Option(None, help="repeats per item (overrides sweep.samples)"),
     warehouse: Optional[str] = typer.Option(None, help="warehouse folder (overrides warehouse.path)"),
     batch_size: Optional[int] = typer.Option(None, help="items per batch (overrides sweep.batch_size)"),
-    dataset: Optional[list[str]] = typer.Option(None, help="a stored dataset id to run too (repeatable; "
-                                                "adds to sweep.datasets)"),
+    suite: Optional[list[str]] = typer.Option(None, "--suite", help="run this suite (repeatable; a filter: "
+                                              "only what --suite, --task and --dataset name runs)"),
+    task: Optional[list[str]] = typer.Option(None, "--task", help="run this task: suite.task, or a task name "
+                                             "that one suite alone has (repeatable; a filter)"),
+    dataset: Optional[list[str]] = typer.Option(None, "--dataset", help="run this stored dataset id "
+                                                "(repeatable; a filter: alone, it runs only the dataset)"),
 ) -> None:
-    """Run a sweep: generate, validate, call every model, parse, score, store; print the headline table."""
+    """Run a sweep: generate, validate, call every model, parse, score, store; print the headline table.
+
+    Without --suite, --task or --dataset the configuration says what runs; with any of them, only
+    what they name runs.
+    """
     overrides: dict[str, Any] = {}
-    if dataset:
-        overrides.setdefault("sweep", {})["datasets"] = list(dict.fromkeys(
-            _load(config).sweep.datasets + list(dataset)))
+    select = {"suites": list(suite or []), "tasks": list(task or []), "datasets": list(dataset or [])}
     if models:
         overrides.setdefault("sweep", {})["models"] = [m.strip() for m in models.split(",") if m.strip()]
     if samples is not None:
@@ -115,7 +121,10 @@ def sweep(
         overrides.setdefault("sweep", {})["batch_size"] = batch_size
     if warehouse:
         overrides["warehouse"] = {"path": warehouse}
-    _load(config, overrides)
+    try:
+        _load(config, overrides).select(**select)
+    except ConfigError as exc:
+        fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from flows.sweep import sweep as sweep_flow
     from tasks.validate import ValidationFailed
@@ -125,7 +134,7 @@ def sweep(
     progress.set_listener(RichListener(bar))
     try:
         with bar:
-            summary = sweep_flow(str(config) if config else None, overrides)
+            summary = sweep_flow(str(config) if config else None, overrides, select=select)
     except ValidationFailed as exc:
         fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
     except (ConfigError, GeneratorError) as exc:
@@ -144,6 +153,9 @@ def sweep(
     )
     if summary.get("report"):
         console.print(f"report:    {summary['report']}", highlight=False)
+    if summary["dropped_families"]:
+        err.print(f"[yellow]{len(summary['dropped_families'])} family(ies) dropped: each repeats a prompt of an "
+                  f"earlier family of its suite (one problem counts once)[/]", highlight=False)
     if summary["errors"]:
         err.print(f"[yellow]{summary['errors']} request(s) ended in error; the next sweep sends them again[/]")
 

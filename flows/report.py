@@ -418,14 +418,16 @@ def sections(frames: dict[str, pd.DataFrame], threshold: float) -> list[Section]
     out.append(section)
 
     regression = frames["regression"]
-    section = Section("Logistic regression: correct ~ C(variant) + n_tokens + symbol_density + n_numbers", "regression")
+    section = Section("Logistic regression: correct ~ C(variant) + n_tokens + symbol_density + n_numbers + C(task)", "regression")
     if regression.empty:
         section.notes.append("No regression computed yet.")
     else:
         section.tables.append(html_table(regression[[
-            "suite", "model", "fit", "term", "coef", "std_err", "z", "p_value", "ci_lo", "ci_hi", "n", "n_correct",
-            "n_unparsable", "n_error", "reference_variant", "reference_model", "dropped", "status", "reason"]],
-            "Per model and pooled with model fixed effects; skipped fits give their reason"))
+            "suite", "model", "task", "fit", "term", "coef", "std_err", "z", "p_value", "ci_lo", "ci_hi", "n", "n_correct",
+            "n_unparsable", "n_error", "reference_variant", "reference_model", "reference_task", "dropped", "status",
+            "reason"]],
+            "Per model and pooled with model fixed effects, tasks pooled with task fixed effects, and per task; "
+            "skipped fits give their reason"))
     out.append(section)
 
     section = _figure_section("Errors and unparsable answers", "outcomes", outcome_bars(frames["outcomes"]),

@@ -55,7 +55,7 @@ def stored_datasets_stage(lake: str, datasets: list[str]) -> list[dict[str, Any]
 @task(name="validate", task_run_name="validate-batch-{index}", cache_policy=NONE)
 def validate_stage(rows: list[dict[str, Any]], index: int) -> int:
     """Great Expectations over one batch; raises ValidationFailed on any failed expectation."""
-    return validate_items(rows, batch_name=f"batch_{index}")
+    return validate_items(rows, batch_name=f"batch_{index}", distinct_problems=True)
 
 
 @task(name="store-items", task_run_name="store-items-batch-{index}", cache_policy=NONE)
@@ -150,14 +150,16 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
 
 @flow(name="sweep", log_prints=False)
 def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = None,
-          dispatch: bool = False) -> dict[str, Any]:
+          dispatch: bool = False, select: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """Run a sweep: every configured task on every configured model. Returns the run summary.
 
+    ``select`` (keys ``suites``, ``tasks``, ``datasets``: the CLI's filters) restricts the run to
+    what it names (:meth:`Config.select`); the run's stored configuration is the restricted one.
     With ``dispatch``, each (model, batch) unit runs as a flow run of the ``sweep-batch``
     deployment that any worker on the pool may pick up (:mod:`flows.batch`); without it, here.
     """
     logger = get_run_logger()
-    cfg = load_config(config_path, overrides)
+    cfg = load_config(config_path, overrides).select(**(select or {}))
     if dispatch:
         from flows import batch as scale_out  # it imports this module's stages
 
@@ -173,13 +175,18 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
             advance(1)
     if cfg.sweep.datasets:
         rows.extend(stored_datasets_stage(lake, cfg.sweep.datasets))
-    rows, dropped = dedupe(rows)
+    rows, identical, dropped_families = dedupe(rows)
+    for d in dropped_families:
+        logger.warning("dropped family %s of %s.%s: it repeats a prompt of family %s of %s.%s",
+                       d["family_id"], d["suite"], d["task"], d["duplicate_of_family"], d["suite"],
+                       d["duplicate_of_task"])
     batches = chunks(rows, size)
     with progress.stage("validate", len(batches)) as advance:
         for i, batch in enumerate(batches):
             validate_stage(batch, i)
             advance(1)
-    logger.info("generated %d items (%d duplicates dropped) in %d batch(es)", len(rows), dropped, len(batches))
+    logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d batch(es)",
+                len(rows), identical, len(dropped_families), len(batches))
 
     started = now_utc()
     write_rows(lake, "runs", [_run_row(run_id, cfg, "running", started_at=started, n_items=len(rows))])
@@ -222,6 +229,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     summary = {
         "run_id": run_id, "flow_run_id": str(flow_run.get_id() or ""), "items": len(rows),
         "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
+        "dropped_families": dropped_families,
         "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,
         "report": str(report) if report else None,
     }

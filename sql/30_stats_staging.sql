@@ -15,9 +15,11 @@ CREATE OR REPLACE VIEW bootstrap_intervals AS
 SELECT * EXCLUDE (day) FROM raw_stats_bootstrap
 QUALIFY computation_id = first_value(computation_id) OVER (PARTITION BY scope ORDER BY computed_at DESC);
 
--- Logistic regressions (per model and pooled with model fixed effects, per suite) of the latest
--- computation per scope; a regression that could not be fitted is one row with status 'skipped'
--- and its reason.
+-- Logistic regressions per suite of the latest computation per scope. fit says which:
+-- 'per_model' (one model, the suite's tasks pooled with task fixed effects), 'pooled' (every
+-- model, model and task fixed effects), 'per_task' (one model, one task; suites with several
+-- tasks only); task is '(all)' for fits that pool tasks. A regression that could not be fitted
+-- is one row with status 'skipped' and its reason.
 CREATE OR REPLACE VIEW logistic_regression AS
 SELECT * EXCLUDE (day) FROM raw_stats_regression
 QUALIFY computation_id = first_value(computation_id) OVER (PARTITION BY scope ORDER BY computed_at DESC);

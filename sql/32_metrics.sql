@@ -180,24 +180,74 @@ SELECT * FROM flip_patterns_over();
 CREATE OR REPLACE VIEW flip_patterns_by_suite AS
 SELECT * FROM flip_patterns_over(pool_tasks := true);
 
--- Paired outcomes for McNemar tests, one row per pair of answers to the same question:
+-- Paired outcomes for McNemar tests, one row per answer to the same question on either side:
 -- comparison 'variants' pairs two variants of one family unit (family, seed, sample) for one
 -- model; comparison 'models' pairs two models on the same trial (item and sample), all variants
--- together, with model NULL. side_a / side_b name what is compared (variants or models).
+-- together, with model NULL. side_a / side_b name what is compared (variants or models). Every
+-- pair of sides present in a group is listed, and an answer with no partner on the other side
+-- (the unit lacks that variant, or the other model never answered that item) is kept with the
+-- missing side NULL, so paired_tests can count it as unpaired instead of losing it.
 CREATE OR REPLACE VIEW paired_outcomes AS
-SELECT 'variants' AS comparison, model, suite, task, category, prompt_style,
-       variant_a AS side_a, variant_b AS side_b, status_a, status_b, correct_a, correct_b
-FROM family_answer_pairs
+WITH variant_sides AS (
+    SELECT DISTINCT model, suite, task, category, prompt_style, variant, variant_rank FROM family_trials
+),
+variant_pairs AS (
+    SELECT a.model, a.suite, a.task, a.category, a.prompt_style, a.variant AS side_a, b.variant AS side_b
+    FROM variant_sides a
+    JOIN variant_sides b USING (model, suite, task, category, prompt_style)
+    WHERE (a.variant_rank, a.variant) < (b.variant_rank, b.variant)
+),
+variant_units AS (
+    SELECT DISTINCT model, suite, task, category, prompt_style, family_id, seed, sample_idx FROM family_trials
+),
+model_sides AS (
+    SELECT DISTINCT suite, task, category, prompt_style, model FROM family_trials
+),
+model_pairs AS (
+    SELECT a.suite, a.task, a.category, a.prompt_style, a.model AS side_a, b.model AS side_b
+    FROM model_sides a
+    JOIN model_sides b USING (suite, task, category, prompt_style)
+    WHERE a.model < b.model
+),
+model_trials AS (
+    SELECT DISTINCT suite, task, category, prompt_style, item_id, sample_idx FROM family_trials
+)
+SELECT 'variants' AS comparison, p.model, p.suite, p.task, p.category, p.prompt_style, p.side_a, p.side_b,
+       a.status AS status_a, b.status AS status_b, a.is_correct AS correct_a, b.is_correct AS correct_b
+FROM variant_pairs p
+JOIN variant_units u USING (model, suite, task, category, prompt_style)
+LEFT JOIN family_trials a
+  ON a.model = u.model AND a.suite = u.suite AND a.task = u.task AND a.category = u.category
+ AND a.prompt_style = u.prompt_style AND a.family_id = u.family_id AND a.seed = u.seed
+ AND a.sample_idx = u.sample_idx AND a.variant = p.side_a
+LEFT JOIN family_trials b
+  ON b.model = u.model AND b.suite = u.suite AND b.task = u.task AND b.category = u.category
+ AND b.prompt_style = u.prompt_style AND b.family_id = u.family_id AND b.seed = u.seed
+ AND b.sample_idx = u.sample_idx AND b.variant = p.side_b
+WHERE a.trial_id IS NOT NULL OR b.trial_id IS NOT NULL
 UNION ALL
-SELECT 'models', NULL, a.suite, a.task, a.category, a.prompt_style,
-       a.model, b.model, a.status, b.status, a.is_correct, b.is_correct
-FROM family_trials a
-JOIN family_trials b ON a.item_id = b.item_id AND a.sample_idx = b.sample_idx AND a.model < b.model;
+SELECT 'models', NULL, p.suite, p.task, p.category, p.prompt_style, p.side_a, p.side_b,
+       a.status, b.status, a.is_correct, b.is_correct
+FROM model_pairs p
+JOIN model_trials t USING (suite, task, category, prompt_style)
+LEFT JOIN family_trials a
+  ON a.item_id = t.item_id AND a.sample_idx = t.sample_idx AND a.model = p.side_a
+ AND a.suite = t.suite AND a.task = t.task AND a.category = t.category AND a.prompt_style = t.prompt_style
+LEFT JOIN family_trials b
+  ON b.item_id = t.item_id AND b.sample_idx = t.sample_idx AND b.model = p.side_b
+ AND b.suite = t.suite AND b.task = t.task AND b.category = t.category AND b.prompt_style = t.prompt_style
+WHERE a.trial_id IS NOT NULL OR b.trial_id IS NOT NULL;
 
 -- McNemar test per pair of sides within (comparison, model, suite, task, category, prompt style),
 -- over the pairs where both answers are scored: b = correct on side_a only, c = correct on side_b
--- only; exact two-sided binomial p-value and Holm's adjustment over the n_tests pairs of sides of
--- the same group. n_error counts pairs left out because either answer is an error.
+-- only; exact two-sided binomial p-value. n_error counts pairs left out because either answer is
+-- an error; n_unpaired_a / n_unpaired_b count answers (any status) of one side with no partner on
+-- the other (n_unpaired is their sum), so nothing leaves the test silently. A pair of sides with
+-- no scored pair (n_pairs = 0) is no test: p_value NULL, outside every Holm family.
+-- Holm's step-down adjustment runs over the family of tests a reader compares at once, named in
+-- holm_family: for variant pairs, every variant pair of every task, category and prompt style of
+-- one (model, suite); for model pairs, every model pair of every task, category and prompt style
+-- of one suite. n_tests is the size of that family.
 CREATE OR REPLACE VIEW paired_tests AS
 WITH pairs AS (
     SELECT
@@ -211,33 +261,43 @@ WITH pairs AS (
         count(*) FILTER (WHERE status_b = 'wrong' AND status_a <> 'error') AS n_wrong_b,
         count(*) FILTER (WHERE status_a = 'unparsable' AND status_b <> 'error') AS n_unparsable_a,
         count(*) FILTER (WHERE status_b = 'unparsable' AND status_a <> 'error') AS n_unparsable_b,
-        count(*) FILTER (WHERE status_a = 'error' OR status_b = 'error') AS n_error
+        count(*) FILTER (WHERE status_a IS NOT NULL AND status_b IS NOT NULL
+                           AND (status_a = 'error' OR status_b = 'error')) AS n_error,
+        count(*) FILTER (WHERE status_b IS NULL) AS n_unpaired_a,
+        count(*) FILTER (WHERE status_a IS NULL) AS n_unpaired_b
     FROM paired_outcomes
     GROUP BY ALL
 ),
+tested AS (
+    SELECT *,
+        CASE WHEN n_pairs > 0 THEN mcnemar_exact_p(b, c) END AS p_value,
+        CASE WHEN comparison = 'variants' THEN 'variant pairs of model ' || model || ' in suite ' || suite
+             ELSE 'model pairs in suite ' || suite END AS holm_family
+    FROM pairs
+),
 ranked AS (
     SELECT *,
-        mcnemar_exact_p(b, c) AS p_value,
-        row_number() OVER fam AS holm_rank,
-        count(*) OVER (PARTITION BY comparison, model, suite, task, category, prompt_style) AS n_tests
-    FROM pairs
-    WINDOW fam AS (PARTITION BY comparison, model, suite, task, category, prompt_style
-                   ORDER BY mcnemar_exact_p(b, c), side_a, side_b)
+        CASE WHEN p_value IS NOT NULL THEN row_number() OVER fam END AS holm_rank,
+        count(p_value) OVER (PARTITION BY holm_family) AS n_tests
+    FROM tested
+    WINDOW fam AS (PARTITION BY holm_family ORDER BY p_value NULLS LAST, task, category, prompt_style, side_a, side_b)
 )
 SELECT
     comparison, model, suite, task, category, prompt_style, side_a, side_b, n_pairs,
     CASE WHEN n_pairs > 0 THEN (n_both_correct + b) / n_pairs END AS accuracy_a,
     CASE WHEN n_pairs > 0 THEN (n_both_correct + c) / n_pairs END AS accuracy_b,
     n_both_correct, b, c, n_both_not_correct, n_wrong_a, n_wrong_b, n_unparsable_a, n_unparsable_b, n_error,
+    n_unpaired_a + n_unpaired_b AS n_unpaired, n_unpaired_a, n_unpaired_b,
     p_value,
-    least(1.0, max((n_tests - holm_rank + 1) * p_value) OVER (
-        PARTITION BY comparison, model, suite, task, category, prompt_style ORDER BY holm_rank
-        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS p_holm,
-    n_tests
+    CASE WHEN p_value IS NOT NULL THEN least(1.0, max((n_tests - holm_rank + 1) * p_value) OVER (
+        PARTITION BY holm_family ORDER BY holm_rank NULLS LAST
+        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) END AS p_holm,
+    holm_family, n_tests
 FROM ranked;
 
 -- McNemar test for each pair of variants of a (model, suite, task, category, prompt style),
--- paired within family units; Holm over the variant pairs of the same group.
+-- paired within family units; Holm over every variant pair of every task of the same (model,
+-- suite) (holm_family).
 CREATE OR REPLACE VIEW mcnemar_pairs AS
 SELECT model, suite, task, category, prompt_style, side_a AS variant_a, side_b AS variant_b,
        * EXCLUDE (comparison, model, suite, task, category, prompt_style, side_a, side_b)
@@ -246,7 +306,8 @@ WHERE comparison = 'variants'
 ORDER BY model, suite, task, category, prompt_style, variant_a, variant_b;
 
 -- McNemar test for each pair of models on the same trials, per (suite, task, category, prompt
--- style), all variants together; Holm over the model pairs of the same group.
+-- style), all variants together; Holm over every model pair of every task of the same suite
+-- (holm_family).
 CREATE OR REPLACE VIEW model_pairs AS
 SELECT suite, task, category, prompt_style, side_a AS model_a, side_b AS model_b,
        * EXCLUDE (comparison, model, suite, task, category, prompt_style, side_a, side_b)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -67,7 +67,8 @@ class SuiteConfig(_Strict):
     """Which tasks of a suite to run, from which preset, with parameter overrides per task."""
 
     preset: Literal["smoke", "full"] = "full"
-    tasks: list[str] = Field(default_factory=list, description="empty means every task of the suite")
+    tasks: Optional[list[str]] = Field(None, description="the tasks to run; omitted means every task of the "
+                                       "suite, an empty list none")
     params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
@@ -126,7 +127,7 @@ class Config(_Strict):
                 known = suite_tasks(name)
             except GeneratorError as exc:
                 raise ValueError(str(exc)) from None
-            for task in list(suite.tasks) + list(suite.params):
+            for task in list(suite.tasks or []) + list(suite.params):
                 if task not in known:
                     raise ValueError(f"suites.{name}: unknown task {task!r}; known: {', '.join(sorted(known))}")
             for task, params in suite.params.items():
@@ -158,9 +159,45 @@ class Config(_Strict):
         """(suite, task) pairs the sweep generates, in a stable order."""
         out = []
         for suite, cfg in self.suites.items():
-            for task in cfg.tasks or list(suite_tasks(suite)):
+            for task in cfg.tasks if cfg.tasks is not None else list(suite_tasks(suite)):
                 out.append((suite, task))
         return out
+
+    def select(self, suites: Sequence[str] = (), tasks: Sequence[str] = (), datasets: Sequence[str] = ()) -> "Config":
+        """This configuration restricted to what the ``sweep`` filters name; no filter, unchanged.
+
+        With any filter, only what is named runs: a ``--suite`` runs the tasks its configuration
+        lists (every task when it lists none, or when the suite is not configured: then with the
+        task defaults); a ``--task`` (``suite.task``, or a bare task name that one suite alone
+        has) runs that task, and when it names a task of a ``--suite`` too, that suite runs only
+        its named tasks; a ``--dataset`` runs that stored dataset. Configured suites and
+        ``sweep.datasets`` that no filter names do not run. Raises ConfigError for an unknown or
+        ambiguous name.
+        """
+        if not (suites or tasks or datasets):
+            return self
+        chosen: dict[str, list[str] | None] = {}
+        for suite in suites:
+            try:
+                suite_tasks(suite)
+            except GeneratorError as exc:
+                raise ConfigError(f"--suite: {exc}") from None
+            configured = self.suites[suite].tasks if suite in self.suites else None
+            chosen[suite] = list(configured) if configured else None
+        named: dict[str, list[str]] = {}
+        for name in tasks:
+            suite, task = _resolve_task(name)
+            named.setdefault(suite, [])
+            if task not in named[suite]:
+                named[suite].append(task)
+        chosen.update(named)
+        data = self.model_dump(mode="json")
+        data["suites"] = {
+            suite: {**(data["suites"].get(suite) or {"preset": "full"}), "tasks": task_list}
+            for suite, task_list in chosen.items()
+        }
+        data["sweep"]["datasets"] = list(dict.fromkeys(datasets))
+        return Config.model_validate(data)
 
     @property
     def warehouse_path(self) -> Path:
@@ -176,6 +213,27 @@ class Config(_Strict):
         data = self.model_dump(mode="json")
         data["models"] = {name: m.model_dump(mode="json") for name, m in self.all_models().items() if name in self.sweep.models}
         return data
+
+
+def _resolve_task(name: str) -> tuple[str, str]:
+    """``suite.task``, or a bare task name that exactly one suite has, as (suite, task)."""
+    from tasks.suites import SUITES
+
+    if "." in name:
+        suite, task = name.split(".", 1)
+        try:
+            get_task(suite, task)
+        except GeneratorError as exc:
+            raise ConfigError(f"--task {name}: {exc}") from None
+        return suite, task
+    owners = [suite for suite in SUITES if name in suite_tasks(suite)]
+    if not owners:
+        known = ", ".join(f"{s}.{t}" for s in SUITES for t in suite_tasks(s))
+        raise ConfigError(f"--task {name}: no suite has this task; known: {known}")
+    if len(owners) > 1:
+        raise ConfigError(f"--task {name}: ambiguous, several suites have it; name one of "
+                          f"{', '.join(f'{s}.{name}' for s in owners)}")
+    return owners[0], name
 
 
 def _format_validation(exc: ValidationError) -> str:

@@ -10,8 +10,10 @@ appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id
   prompt style) over all bins; ``invariance`` and ``consistency`` (Invariance@k, Consistency@k)
   per group of the ``invariance`` view, and pooled per suite (task and category ``(all)``).
 - ``stats_regression`` — logistic regressions ``correct ~ C(variant) + n_tokens +
-  symbol_density + n_numbers`` per suite: one per model, and one pooled over models with model
-  fixed effects (view ``logistic_regression``).
+  symbol_density + n_numbers + C(task)`` per suite (view ``logistic_regression``); ``fit`` says
+  which: ``per_model`` (one model, the suite's tasks pooled with task fixed effects),
+  ``pooled`` (every model, with model and task fixed effects), ``per_task`` (one model, one
+  task, no task term; only for suites with several tasks).
 
 Choices (documented here because the papers leave them open):
 
@@ -27,10 +29,15 @@ Choices (documented here because the papers leave them open):
   with the parses, see ``sql/31_family.sql``); the bootstrap only resamples it.
 - Regression: ``correct`` is 1 for correct and 0 for wrong or unparsable; errors are left out.
   The reference variant is the first by the SQL ``variant_order()`` (``euclid`` when present),
-  else by name; the reference model is the first by name. A feature constant within the data is
-  dropped (it is collinear with the intercept) and named in ``dropped``. A regression that cannot
-  be fitted (one outcome class, too few observations, collinear design, perfect separation,
-  no convergence, non-finite standard errors) is stored as one ``skipped`` row with its reason.
+  else by name; the reference model and the reference task are the first by name. A fit that
+  pools tasks has task fixed effects, so a feature's coefficient measures its effect within
+  tasks, not which task is harder (long prompts of a hard task would otherwise read as "length
+  hurts"). A column that is a linear combination of the earlier ones (a feature constant in the
+  data or within every task, a variant nested in tasks) is dropped and named in ``dropped``. A
+  regression that cannot be fitted (one outcome class, too few observations, perfect
+  separation, no convergence, non-finite standard errors) is stored as one ``skipped`` row with
+  its reason; a per-task fit is tried for every (model, task), so "where the counts allow" is
+  exactly the ``ok`` rows.
 """
 
 from __future__ import annotations
@@ -204,25 +211,49 @@ def sort_variants(variants: Iterable[str], variant_order: Sequence[str]) -> list
     return sorted(variants, key=lambda v: (order.get(v, len(order)), v))
 
 
-def design_matrix(frame: pd.DataFrame, reference_variant: str,
-                  reference_model: str | None) -> tuple[pd.DataFrame, list[str]]:
-    """The regression's design: intercept, variant dummies (treatment coding against
-    ``reference_variant``), the surface features, and model dummies when ``reference_model``
-    is given. Returns the matrix and the features dropped for being constant."""
+def _full_rank_columns(columns: dict[str, pd.Series]) -> tuple[list[str], list[str]]:
+    """Names of the columns kept in order, each only when it is not a linear combination of the
+    columns kept before it, and the names dropped. Columns are scaled to unit norm first so that
+    the rank test does not depend on a feature's units."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    basis = np.empty((len(next(iter(columns.values()))), 0))
+    for name, values in columns.items():
+        v = values.to_numpy(dtype=float)
+        norm = np.linalg.norm(v)
+        candidate = np.column_stack([basis, v / norm]) if norm > 0 else None
+        if candidate is not None and np.linalg.matrix_rank(candidate) == candidate.shape[1]:
+            basis = candidate
+            kept.append(name)
+        else:
+            dropped.append(name)
+    return kept, dropped
+
+
+def design_matrix(frame: pd.DataFrame, reference_variant: str, reference_model: str | None,
+                  reference_task: str | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The regression's design: intercept, task dummies when ``reference_task`` is given (task
+    fixed effects), variant dummies (treatment coding against ``reference_variant``), the surface
+    features, and model dummies when ``reference_model`` is given.
+
+    A column that is a linear combination of the ones before it carries no information of its
+    own and is dropped (returned by name): a feature constant in the data (collinear with the
+    intercept) or within every task (collinear with the task effects), a variant dummy of
+    variants nested in tasks. Task dummies come before the rest, so what remains of a feature
+    or a variant is its effect within tasks."""
     columns: dict[str, pd.Series] = {"intercept": pd.Series(1.0, index=frame.index)}
+    if reference_task is not None:
+        for level in sorted(set(frame["task"]) - {reference_task}):
+            columns[f"task[{level}]"] = (frame["task"] == level).astype(float)
     for level in sorted(set(frame["variant"]) - {reference_variant}):
         columns[f"variant[{level}]"] = (frame["variant"] == level).astype(float)
-    dropped = []
     for feature in REGRESSION_FEATURES:
-        values = frame[feature].astype(float)
-        if values.nunique() < 2:
-            dropped.append(feature)
-        else:
-            columns[feature] = values
+        columns[feature] = frame[feature].astype(float)
     if reference_model is not None:
         for level in sorted(set(frame["model"]) - {reference_model}):
             columns[f"model[{level}]"] = (frame["model"] == level).astype(float)
-    return pd.DataFrame(columns), dropped
+    kept, dropped = _full_rank_columns(columns)
+    return pd.DataFrame({name: columns[name] for name in kept}), dropped
 
 
 def fit_logit(y: pd.Series, x: pd.DataFrame, level: float = 0.95) -> tuple[list[dict[str, Any]], str]:
@@ -231,9 +262,6 @@ def fit_logit(y: pd.Series, x: pd.DataFrame, level: float = 0.95) -> tuple[list[
         return [], "one outcome class only (" + ("all correct" if y.iloc[0] == 1 else "none correct") + ")"
     if len(y) <= x.shape[1]:
         return [], f"too few observations ({len(y)}) for {x.shape[1]} parameters"
-    rank = np.linalg.matrix_rank(x.to_numpy())
-    if rank < x.shape[1]:
-        return [], f"collinear design (rank {rank} < {x.shape[1]} parameters)"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -260,18 +288,27 @@ def fit_logit(y: pd.Series, x: pd.DataFrame, level: float = 0.95) -> tuple[list[
 
 
 def regressions(trials: pd.DataFrame, variant_order: Sequence[str], level: float = 0.95) -> list[dict[str, Any]]:
-    """Regression rows per suite: one fit per model and one pooled fit with model fixed effects."""
+    """Regression rows per suite (``fit``): ``per_model`` (one model, every task of the suite),
+    ``pooled`` (every model, with model fixed effects), both with task fixed effects when the
+    suite has several tasks, and then ``per_task`` (one model, one task) for each task."""
     rows = []
     for suite, suite_trials in trials.groupby("suite", sort=True):
         models = sorted(suite_trials["model"].unique())
-        fits = [(m, "per_model", suite_trials[suite_trials["model"] == m], None) for m in models]
-        fits.append((POOLED, "pooled", suite_trials, models[0]))
-        for model, fit, frame, reference_model in fits:
+        tasks = sorted(suite_trials["task"].unique())
+        reference_task = tasks[0] if len(tasks) > 1 else None
+        fits = [(m, POOLED, "per_model", suite_trials[suite_trials["model"] == m], None) for m in models]
+        fits.append((POOLED, POOLED, "pooled", suite_trials, models[0]))
+        if len(tasks) > 1:
+            fits += [(m, t, "per_task", suite_trials[(suite_trials["model"] == m) & (suite_trials["task"] == t)], None)
+                     for m in models for t in tasks]
+        for model, task, fit, frame, reference_model in fits:
             data = frame[frame["status"] != "error"]
-            base = {"suite": suite, "model": model, "fit": fit, "n": len(data),
+            task_effects = reference_task if task == POOLED else None
+            base = {"suite": suite, "model": model, "task": task, "fit": fit, "n": len(data),
                     "n_correct": int((data["status"] == "correct").sum()),
                     "n_unparsable": int((data["status"] == "unparsable").sum()),
-                    "n_error": int((frame["status"] == "error").sum()), "reference_model": reference_model}
+                    "n_error": int((frame["status"] == "error").sum()), "reference_model": reference_model,
+                    "reference_task": task_effects}
             if fit == "pooled" and len(models) < 2:
                 rows.append(dict(base, status="skipped", reason="one model only: nothing to pool"))
                 continue
@@ -279,8 +316,9 @@ def regressions(trials: pd.DataFrame, variant_order: Sequence[str], level: float
                 rows.append(dict(base, status="skipped", reason="no scored trials"))
                 continue
             reference = sort_variants(data["variant"].unique(), variant_order)[0]
-            x, dropped = design_matrix(data, reference, reference_model)
-            formula = "correct ~ C(variant) + " + " + ".join(REGRESSION_FEATURES) + (" + C(model)" if reference_model else "")
+            x, dropped = design_matrix(data, reference, reference_model, task_effects)
+            formula = ("correct ~ C(variant) + " + " + ".join(REGRESSION_FEATURES)
+                       + (" + C(task)" if task_effects else "") + (" + C(model)" if reference_model else ""))
             base.update(formula=formula, reference_variant=reference, dropped=",".join(dropped))
             y = (data["status"] == "correct").astype(float)
             terms, reason = fit_logit(y, x, level)

@@ -96,8 +96,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     ]),
     "stats_regression": pa.schema([
         ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("suite", _str),
-        ("model", _str), ("fit", _str), ("formula", _str), ("reference_variant", _str),
-        ("reference_model", _str), ("term", _str), ("coef", _f), ("std_err", _f), ("z", _f),
+        ("model", _str), ("task", _str), ("fit", _str), ("formula", _str), ("reference_variant", _str),
+        ("reference_model", _str), ("reference_task", _str), ("term", _str), ("coef", _f), ("std_err", _f), ("z", _f),
         ("p_value", _f), ("ci_lo", _f), ("ci_hi", _f), ("n", _int), ("n_correct", _int),
         ("n_unparsable", _int), ("n_error", _int), ("pseudo_r2", _f), ("dropped", _str),
         ("status", _str), ("reason", _str),

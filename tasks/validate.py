@@ -1,12 +1,21 @@
-"""The dedupe/validate stage: drop identical items, then check each batch with Great Expectations.
+"""The dedupe/validate stage: drop repeated problems, then check each batch with Great Expectations.
+
+Dedupe keeps one copy of identical items and, within a suite, one family per problem: a family
+with a prompt that an earlier family already has (the same problem drawn twice, or stated alike
+by two templates) is dropped whole, and the sweep says which. Variants of one family may share a
+prompt (an imported family stating two representations alike, a random position that fell on
+the fixed one); they stay, as they are one problem's variants.
 
 A failing expectation raises :class:`ValidationFailed` before anything is written or any model
-is called; its message lists each failed expectation and for how many rows it failed.
+is called; its message lists each failed expectation and for how many rows it failed. Besides
+the columns' own checks, validation fails on a prompt shared by two families of a suite (with
+``distinct_problems``) and on a geometry item whose figure is degenerate.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from typing import Any, Sequence
 
@@ -19,15 +28,41 @@ class ValidationFailed(RuntimeError):
     """One or more expectations failed on a batch; the message says which and how many rows."""
 
 
-def dedupe(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """Drop rows whose ``item_id`` was already seen (identical content); returns (rows, dropped)."""
+def _family(row: dict[str, Any]) -> tuple[str, str, str]:
+    return (row["suite"], row["task"], row["family_id"])
+
+
+def dedupe(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
+    """Drop repeated items and repeated problems; returns (rows, identical items dropped,
+    families dropped).
+
+    An item whose ``item_id`` was already seen is identical content. Then, in order of first
+    appearance, a family is kept only when none of its prompts belongs to a family kept before
+    it in the same suite; otherwise the whole family is dropped and reported as a dict (suite,
+    task, family_id, duplicate_of_task, duplicate_of_family, prompt).
+    """
     seen: set[str] = set()
-    out = []
+    unique = []
     for row in rows:
         if row["item_id"] not in seen:
             seen.add(row["item_id"])
-            out.append(row)
-    return out, len(rows) - len(out)
+            unique.append(row)
+    prompts: dict[tuple[str, str, str], list[str]] = {}
+    for row in unique:
+        prompts.setdefault(_family(row), []).append(row["prompt"])
+    owner: dict[tuple[str, str], tuple[str, str, str]] = {}
+    dropped: list[dict[str, Any]] = []
+    for family, texts in prompts.items():
+        clash = next((t for t in texts if owner.get((family[0], t), family) != family), None)
+        if clash is not None:
+            first = owner[(family[0], clash)]
+            dropped.append({"suite": family[0], "task": family[1], "family_id": family[2],
+                            "duplicate_of_task": first[1], "duplicate_of_family": first[2], "prompt": clash})
+            continue
+        for text in texts:
+            owner[(family[0], text)] = family
+    gone = {(d["suite"], d["task"], d["family_id"]) for d in dropped}
+    return [r for r in unique if _family(r) not in gone], len(rows) - len(unique), dropped
 
 
 @functools.lru_cache(maxsize=1)
@@ -60,6 +95,7 @@ def _item_expectations() -> list[Any]:
         E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="key_entities", column_B="bin_lo", or_equal=True),
         E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="bin_hi", column_B="key_entities", or_equal=True),
         E.ExpectColumnValuesToBeInSet(column="answer_type", value_set=sorted(ANSWER_TYPES)),
+        E.ExpectColumnValuesToBeInSet(column="well_formed", value_set=[True]),
     ]
 
 
@@ -72,19 +108,58 @@ def _describe(result: Any) -> str:
     return f"{cfg.type} {kwargs}: failed for {rows}"
 
 
-def validate_items(rows: Sequence[dict[str, Any]], batch_name: str = "items") -> int:
-    """Check a batch of item rows; returns the row count, raises ValidationFailed on any failure."""
+@functools.lru_cache(maxsize=4096)
+def _figure_problem(template: str, config: str) -> str | None:
+    from tasks.suites.geometry import figure_problem
+
+    return figure_problem(template, json.loads(config))
+
+
+def well_formed(row: dict[str, Any]) -> bool:
+    """False for a generated geometry item whose figure is degenerate (its ``params`` hold the
+    template and configuration); True for every other item."""
+    if row.get("suite") != "geometry":
+        return True
+    params = row.get("params")
+    params = json.loads(params) if isinstance(params, str) else (params or {})
+    if "template" not in params or "points" not in (params.get("config") or {}):
+        return True  # imported families carry no figure to check
+    return _figure_problem(params["template"], json.dumps(params["config"], sort_keys=True)) is None
+
+
+def families_per_prompt(rows: Sequence[dict[str, Any]]) -> list[int]:
+    """For each row, the number of families of its suite whose items have its prompt (1 when the
+    problem is distinct)."""
+    families: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
+    for row in rows:
+        families.setdefault((row["suite"], row["prompt"]), set()).add(_family(row))
+    return [len(families[(row["suite"], row["prompt"])]) for row in rows]
+
+
+def validate_items(rows: Sequence[dict[str, Any]], batch_name: str = "items", *,
+                   distinct_problems: bool = False) -> int:
+    """Check a batch of item rows; returns the row count, raises ValidationFailed on any failure.
+
+    With ``distinct_problems`` (the sweep, after :func:`dedupe`) a prompt shared by two families
+    of a suite fails the batch; imports leave it off, as a published file is what it is.
+    """
     import great_expectations as gx
 
     if not rows:
         return 0
     frame = pd.DataFrame([{k: r[k] for k in ("item_id", "gold", "prompt", "family_id", "key_entities",
                                               "bin_lo", "bin_hi", "answer_type")} for r in rows])
+    frame["well_formed"] = [well_formed(r) for r in rows]
+    expectations = _item_expectations()
+    if distinct_problems:
+        frame["families_per_prompt"] = families_per_prompt(rows)
+        expectations.append(gx.expectations.ExpectColumnValuesToBeBetween(
+            column="families_per_prompt", min_value=1, max_value=1))
     context = _context()
     source = context.data_sources.add_or_update_pandas(f"invarbench_{batch_name}")
     asset = source.add_dataframe_asset(name=f"batch_{len(source.assets)}")
     batch = asset.add_batch_definition_whole_dataframe("whole").get_batch(batch_parameters={"dataframe": frame})
-    suite = gx.ExpectationSuite(name=f"items_{batch_name}", expectations=_item_expectations())
+    suite = gx.ExpectationSuite(name=f"items_{batch_name}", expectations=expectations)
     result = batch.validate(suite, result_format="SUMMARY")
     failed = [r for r in result.results if not r.success]
     if failed:

@@ -311,3 +311,105 @@ def test_pairs_are_within_prompt_style_and_sample(tmp_path):
     rows = lake.query("SELECT prompt_style, n_pairs, b, c FROM mcnemar_pairs ORDER BY prompt_style")
     assert rows == [{"prompt_style": "cot", "n_pairs": 2, "b": 2, "c": 0},
                     {"prompt_style": "direct", "n_pairs": 2, "b": 2, "c": 0}]
+
+
+def _model_pair_task(lake: LakeBuilder, task: str, only_a: int, only_b: int, both: int, neither: int) -> None:
+    """Items of one task answered by m-a and m-b with the given 2x2 counts."""
+    cells = [(True, False)] * only_a + [(False, True)] * only_b + [(True, True)] * both + [(False, False)] * neither
+    for i, (a, b) in enumerate(cells):
+        item = lake.item(f"{task}-{i}", task=task)
+        lake.trial(item, "m-a", status_of(a), "5" if a else "4")
+        lake.trial(item, "m-b", status_of(b), "5" if b else "4")
+
+
+def test_model_pairs_holm_runs_over_every_task_of_the_suite(tmp_path):
+    """b = 34, c = 18 gives p = 0.0365; with a second model-pair test in the suite, Holm doubles
+    it to 0.073 (not significant), where a per-task Holm left it at 0.036."""
+    from scipy.stats import binomtest
+
+    lake = LakeBuilder(tmp_path)
+    _model_pair_task(lake, "closure", only_a=34, only_b=18, both=20, neither=8)
+    _model_pair_task(lake, "identity", only_a=5, only_b=4, both=30, neither=1)
+    _model_pair_task(lake, "dyck_like", only_a=1, only_b=9, both=0, neither=0)
+    lake.flush()
+    rows = {r["task"]: r for r in lake.query("SELECT * FROM model_pairs WHERE suite = 'symmetry'")}
+    p_closure = binomtest(18, 52, 0.5).pvalue
+    p_identity = binomtest(4, 9, 0.5).pvalue
+    assert rows["closure"]["p_value"] == pytest.approx(p_closure, rel=1e-9)
+    assert round(rows["closure"]["p_value"], 3) == 0.036
+    # hand Holm over the suite's 3 model-pair tests: sorted p, multipliers 3, 2, 1, running max
+    ps = sorted({t: r["p_value"] for t, r in rows.items()}.items(), key=lambda kv: kv[1])
+    running, expected = 0.0, {}
+    for rank, (task, p) in enumerate(ps):
+        running = max(running, min(1.0, (len(ps) - rank) * p))
+        expected[task] = running
+    assert {t: r["p_holm"] for t, r in rows.items()} == pytest.approx(expected, rel=1e-12)
+    assert set(rows) == {"closure", "identity", "dyck_like"}
+    assert {r["holm_family"] for r in rows.values()} == {"model pairs in suite symmetry"}
+    assert all(r["n_tests"] == 3 for r in rows.values())
+    # the same data with the two-test family of the issue: closure and identity alone
+    two = LakeBuilder(tmp_path / "two")
+    _model_pair_task(two, "closure", only_a=34, only_b=18, both=20, neither=8)
+    _model_pair_task(two, "identity", only_a=5, only_b=4, both=30, neither=1)
+    two.flush()
+    pairs = {r["task"]: r for r in two.query("SELECT * FROM model_pairs")}
+    assert round(pairs["closure"]["p_holm"], 3) == 0.073
+    assert pairs["closure"]["p_holm"] == pytest.approx(2 * p_closure, rel=1e-12)
+    assert pairs["identity"]["p_holm"] == pytest.approx(max(2 * p_closure, p_identity), rel=1e-12)
+    assert list(multipletests([p_closure, p_identity], method="holm")[1]) == pytest.approx(
+        [pairs["closure"]["p_holm"], pairs["identity"]["p_holm"]], rel=1e-12)
+
+
+def test_variant_pairs_holm_family_is_model_and_suite(tmp_path):
+    """Holm runs over every variant pair of every task and prompt style of one (model, suite);
+    another model or another suite is another family."""
+    lake = LakeBuilder(tmp_path)
+    rng = random.Random(5)
+    expected: dict[tuple, list] = {}
+    for model in ("m1", "m2"):
+        for suite, task, style in (("symmetry", "closure", "direct"), ("symmetry", "identity", "direct"),
+                                   ("symmetry", "identity", "cot"), ("lissard", "dyck", "direct")):
+            patterns = _random_patterns(rng, 40, ["x", "y"])
+            for family, outcome in patterns.items():
+                for v in ("x", "y"):
+                    item = lake.item(f"{task}-{family}", v, suite=suite, task=task, prompt_style=style)
+                    lake.trial(item, model, status_of(outcome[v]), "5" if outcome[v] else "4")
+            table = np.zeros((2, 2), dtype=int)
+            for outcome in patterns.values():
+                table[0 if outcome["x"] else 1, 0 if outcome["y"] else 1] += 1
+            expected.setdefault((model, suite), []).append(((task, style), mcnemar(table, exact=True).pvalue))
+    lake.flush()
+    rows = lake.query("SELECT * FROM mcnemar_pairs")
+    assert len(rows) == 8
+    for (model, suite), tests in expected.items():
+        mine = {(r["task"], r["prompt_style"]): r for r in rows if (r["model"], r["suite"]) == (model, suite)}
+        holm = multipletests([p for _, p in tests], method="holm")[1]
+        for ((task, style), p), adjusted in zip(tests, holm):
+            assert mine[(task, style)]["p_value"] == pytest.approx(p, rel=1e-9)
+            assert mine[(task, style)]["p_holm"] == pytest.approx(adjusted, rel=1e-9)
+            assert mine[(task, style)]["n_tests"] == len(tests)
+            assert mine[(task, style)]["holm_family"] == f"variant pairs of model {model} in suite {suite}"
+
+
+def test_unpaired_answers_are_counted_beside_each_test(tmp_path):
+    lake = LakeBuilder(tmp_path)
+    geometry_families(lake)  # F5 has no vector answer; F6's vector answer is an error
+    for i in range(3):  # answered by m-a only
+        lake.trial(lake.item(f"solo-a{i}", task="closure"), "m-a", "correct", "5")
+    for i in range(4):  # answered by both
+        item = lake.item(f"both{i}", task="closure")
+        lake.trial(item, "m-a", "correct", "5")
+        lake.trial(item, "m-b", status_of(i < 2), "5" if i < 2 else "4")
+    lake.trial(lake.item("solo-b", task="closure"), "m-b", "wrong", "4")
+    lake.trial(lake.item("solo-b-error", task="closure"), "m-b", "error")
+    lake.flush()
+    [models] = lake.query("SELECT * FROM model_pairs")
+    assert (models["n_pairs"], models["b"], models["c"]) == (4, 2, 0)
+    assert (models["n_unpaired_a"], models["n_unpaired_b"], models["n_unpaired"]) == (3, 2, 5)
+    variants = {(r["variant_a"], r["variant_b"]): r for r in lake.query("SELECT * FROM mcnemar_pairs")}
+    # euclid-coord: all 7 families paired; euclid-vector and coord-vector: F5 lacks vector, F6's is an error
+    assert {k: (r["n_pairs"], r["n_error"], r["n_unpaired_a"], r["n_unpaired_b"]) for k, r in variants.items()} == {
+        ("euclid", "coord"): (7, 0, 0, 0), ("euclid", "vector"): (5, 1, 1, 0), ("coord", "vector"): (5, 1, 1, 0)}
+    [row] = lake.query("SELECT n_unpaired FROM paired_tests WHERE comparison = 'variants' AND side_b = 'vector' "
+                       "AND side_a = 'coord'")
+    assert row["n_unpaired"] == 1

@@ -188,3 +188,93 @@ def test_run_scope_uses_only_that_runs_trials(tmp_path):
     stats.compute_stats(lake.lake, resamples=10)
     scoped = lake.query("SELECT scope, estimate, n_scored FROM bootstrap_intervals WHERE metric = 'accuracy' ORDER BY scope")
     assert scoped == [{"scope": "all", "estimate": 0.5, "n_scored": 2}, {"scope": "r1", "estimate": 1.0, "n_scored": 1}]
+
+
+def confounded_lake(tmp_path, models=("m1", "m2"), per_task: int = 150, seed: int = 4) -> tuple[LakeBuilder, pd.DataFrame]:
+    """Four tasks whose prompts grow longer as they get harder, while within a task the length
+    has no effect at all: correctness depends on the task only."""
+    rng = random.Random(seed)
+    lake, rows = LakeBuilder(tmp_path), []
+    for t, (task, accuracy) in enumerate((("closure", 0.85), ("identity", 0.65), ("associativity", 0.4),
+                                          ("word_problems", 0.2))):
+        for f in range(per_task):
+            tokens, density, numbers = rng.randint(20 + 30 * t, 50 + 30 * t), round(rng.uniform(0.02, 0.3), 4), rng.randint(1, 9)
+            item = lake.item(f"{task}-{f}", task=task, n_tokens=tokens, symbol_density=density, n_numbers=numbers)
+            for model in models:
+                correct = rng.random() < accuracy
+                lake.trial(item, model, status_of(correct), "5" if correct else "4")
+                rows.append({"model": model, "task": task, "n_tokens": tokens, "symbol_density": density,
+                             "n_numbers": numbers, "correct": int(correct)})
+    lake.flush()
+    return lake, pd.DataFrame(rows)
+
+
+def test_regressions_that_pool_tasks_have_task_fixed_effects(tmp_path):
+    lake, data = confounded_lake(tmp_path)
+    stats.compute_stats(lake.lake, resamples=20, seed=0)
+    m1 = data[data["model"] == "m1"]
+    without = smf.logit("correct ~ n_tokens + symbol_density + n_numbers", m1).fit(disp=0)
+    assert abs(without.params["n_tokens"] / without.bse["n_tokens"]) > 5  # length "matters" without task effects
+    with_fe = smf.logit("correct ~ n_tokens + symbol_density + n_numbers + C(task, Treatment('associativity'))",
+                        m1).fit(disp=0)
+    ours = _terms(lake, model="m1", fit="per_model")
+    assert ours["n_tokens"]["task"] == "(all)" and ours["n_tokens"]["reference_task"] == "associativity"
+    assert "C(task)" in ours["n_tokens"]["formula"]
+    assert abs(ours["n_tokens"]["coef"]) < 2 * ours["n_tokens"]["std_err"]  # no within-task effect
+    assert ours["n_tokens"]["coef"] == pytest.approx(with_fe.params["n_tokens"], rel=1e-6)
+    assert ours["n_tokens"]["std_err"] == pytest.approx(with_fe.bse["n_tokens"], rel=1e-6)
+    assert ours["task[word_problems]"]["coef"] == pytest.approx(
+        with_fe.params["C(task, Treatment('associativity'))[T.word_problems]"], rel=1e-6)
+    pooled = _terms(lake, model="(all)", fit="pooled")
+    assert {"task[closure]", "task[identity]", "task[word_problems]", "model[m2]"} <= set(pooled)
+    assert abs(pooled["n_tokens"]["coef"]) < 2 * pooled["n_tokens"]["std_err"]
+    direct = smf.logit("correct ~ n_tokens + symbol_density + n_numbers + C(task, Treatment('associativity'))"
+                       " + C(model)", data).fit(disp=0)
+    assert pooled["n_tokens"]["coef"] == pytest.approx(direct.params["n_tokens"], rel=1e-6)
+
+
+def test_per_task_fits_where_the_counts_allow(tmp_path):
+    lake, data = confounded_lake(tmp_path, models=("m1",), per_task=60)
+    stats.compute_stats(lake.lake, resamples=20, seed=0)
+    rows = lake.query("SELECT DISTINCT model, task, fit, status, formula, reference_task FROM logistic_regression "
+                      "WHERE fit = 'per_task' ORDER BY task")
+    assert [r["task"] for r in rows] == ["associativity", "closure", "identity", "word_problems"]
+    assert all(r["formula"] == "correct ~ C(variant) + n_tokens + symbol_density + n_numbers" for r in rows)
+    assert all(r["reference_task"] is None for r in rows)
+    closure = data[data["task"] == "closure"]
+    direct = smf.logit("correct ~ n_tokens + symbol_density + n_numbers", closure).fit(disp=0)
+    ours = _terms(lake, model="m1", fit="per_task", task="closure")
+    assert ours["n_tokens"]["coef"] == pytest.approx(direct.params["n_tokens"], rel=1e-6)
+    assert ours["n_tokens"]["n"] == len(closure)
+    # a task whose trials are all correct cannot be fitted: skipped with the reason, the others stand
+    lone = LakeBuilder(tmp_path / "lone")
+    for f in range(30):
+        lone.trial(lone.item(f"a{f}", task="closure", n_tokens=10 + f), "m1", "correct", "5")
+        ok = f % 3 == 0
+        lone.trial(lone.item(f"b{f}", task="identity", n_tokens=12 + (7 * f) % 30, n_numbers=f % 4,
+                             symbol_density=0.1 + 0.01 * (f % 5)), "m1", status_of(ok), "5" if ok else "4")
+    lone.flush()
+    summary = stats.compute_stats(lone.lake, resamples=20, seed=0)
+    skipped = {(s["model"], s["reason"]) for s in summary["skipped_regressions"]}
+    assert ("m1", "one outcome class only (all correct)") in skipped
+    fits = lone.query("SELECT DISTINCT task, fit, status FROM logistic_regression WHERE fit = 'per_task' ORDER BY task")
+    assert fits == [{"task": "closure", "fit": "per_task", "status": "skipped"},
+                    {"task": "identity", "fit": "per_task", "status": "ok"}]
+
+
+def test_features_constant_within_tasks_are_dropped_not_confounded(tmp_path):
+    """n_numbers is fixed per task: with task effects it has no within-task variation to measure,
+    so it is dropped and named instead of taking the task's difficulty."""
+    lake = LakeBuilder(tmp_path)
+    rng = random.Random(2)
+    for t, (task, accuracy) in enumerate((("closure", 0.8), ("identity", 0.3))):
+        for f in range(80):
+            item = lake.item(f"{task}-{f}", task=task, n_tokens=rng.randint(10, 60), n_numbers=2 + 5 * t,
+                             symbol_density=round(rng.uniform(0.02, 0.3), 4))
+            correct = rng.random() < accuracy
+            lake.trial(item, "m1", status_of(correct), "5" if correct else "4")
+    lake.flush()
+    stats.compute_stats(lake.lake, resamples=20, seed=0)
+    ours = _terms(lake, model="m1", fit="per_model")
+    assert "n_numbers" not in ours and ours["intercept"]["dropped"] == "n_numbers"
+    assert "task[identity]" in ours

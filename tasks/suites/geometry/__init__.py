@@ -16,8 +16,9 @@ Parameters (defaults in :data:`DEFAULTS`):
 * ``families_per_template``: families drawn per template (default 4: about 40 per category,
   160 in all, close to the paper's 158 problems). Draws come from one ``rng_for(...)`` stream per
   (category, template, seed), so n families are a prefix of n + 1 families; configurations
-  already drawn, and configurations whose gold or printed numbers are not readable, are
-  redrawn.
+  already drawn, configurations whose gold or printed numbers are not readable, whose figure is
+  degenerate (coinciding or three collinear vertices, crossing sides, zero area: see
+  ``Template.figures``), or whose rendering repeats one of an earlier family, are redrawn.
 * ``prompt_styles``: any of ``direct``, ``json``, ``convert_then_solve`` (default all three;
   convert_then_solve has no ``euclid`` item).
 * ``templates``: template names to keep (default all). A name of another category is skipped, so
@@ -52,7 +53,7 @@ from tasks.suites.geometry.common import REPRESENTATIONS, Config, Template, read
 from tasks.suites.geometry.prompts import STYLES, check_styles, style_items
 
 SUITE = "geometry"
-VERSION = "1"
+VERSION = "2"  # 2: families with degenerate figures or a repeated rendering are redrawn
 CATEGORIES = ("length", "area", "angle", "ratio")
 
 TEMPLATES: dict[str, tuple[Template, ...]] = {
@@ -75,6 +76,16 @@ MAX_DRAWS_PER_FAMILY = 200
 def template_names() -> dict[str, str]:
     """Every template name and its category."""
     return {t.name: category for category, ts in TEMPLATES.items() for t in ts}
+
+
+def figure_problem(template_name: str, config: Config) -> str | None:
+    """Why a stored configuration of ``template_name`` has a degenerate figure, or None (also for
+    a template this version does not know): the validation step's check on stored items."""
+    for templates in TEMPLATES.values():
+        for template in templates:
+            if template.name == template_name:
+                return template.figure_problem(config)
+    return None
 
 
 def _selected(category: str, names: list[str]) -> tuple[Template, ...]:
@@ -102,9 +113,16 @@ def _renders(template: Template, config: Config) -> dict[str, str] | None:
 
 
 def draw_families(template: Template, count: int, seed: int) -> list[tuple[Config, sympy.Expr, dict[str, str]]]:
-    """``count`` distinct acceptable (configuration, gold, renderings) of a template."""
+    """``count`` distinct acceptable (configuration, gold, renderings) of a template.
+
+    Distinct means more than another configuration: a family none of whose renderings repeats a
+    rendering of an earlier family (two placements of one triangle state the same Euclidean
+    problem), and acceptable means a readable gold and well-formed figures; anything else is
+    redrawn.
+    """
     rng = rng_for(SUITE, template.category, template.name, seed)
     seen: set[str] = set()
+    stated: set[str] = set()
     families = []
     for _ in range(MAX_DRAWS_PER_FAMILY * count):
         if len(families) == count:
@@ -114,9 +132,12 @@ def draw_families(template: Template, count: int, seed: int) -> list[tuple[Confi
         if key in seen:
             continue
         seen.add(key)
+        if template.figure_problem(config):
+            continue
         gold = sympy.nsimplify(template.gold(config))
         texts = _renders(template, config) if acceptable(template.category, gold) else None
-        if texts is not None:
+        if texts is not None and not stated & set(texts.values()):
+            stated.update(texts.values())
             families.append((config, gold, texts))
     if len(families) < count:
         raise GeneratorError(

@@ -73,6 +73,7 @@ def _vector_angle_vector(c: Config) -> str:
 
 VECTOR_ANGLE = Template(
     "vector_angle", "angle", 3,
+    figures=("OAB",),
     draw=_vector_angle_draw,
     gold=lambda c: _angle_at(c, "O", "A", "B"),
     euclid=_vector_angle_euclid,
@@ -113,6 +114,7 @@ def _sides_angle_euclid(c: Config) -> str:
 
 SIDES_ANGLE = Template(
     "sides_angle", "angle", 3,
+    figures=("ABC",),
     draw=_sides_angle_draw,
     gold=lambda c: _angle_at(c, "C", "A", "B"),
     euclid=_sides_angle_euclid,
@@ -336,6 +338,7 @@ def _isosceles_draw(rng: random.Random) -> Config:
 
 ISOSCELES_ANGLE = Template(
     "isosceles_angle", "angle", 3,
+    figures=("ABC",),
     draw=_isosceles_draw,
     gold=lambda c: _angle_at(c, "B", "A", "C"),
     euclid=lambda c: (
@@ -458,6 +461,7 @@ def _trapezoid_euclid(c: Config) -> str:
 
 TRAPEZOID_ANGLE = Template(
     "trapezoid_angle", "angle", 4,
+    figures=("ABCD",),
     draw=_trapezoid_draw,
     gold=lambda c: _angle_at(c, c["asked"][1], c["asked"][0], c["asked"][2]),
     euclid=_trapezoid_euclid,

@@ -58,6 +58,7 @@ def _polygon_area(c: Config, names: str) -> sympy.Expr:
 
 HERON = Template(
     "heron", "area", 3,
+    figures=("ABC",),
     draw=triangle_config,
     gold=lambda c: _polygon_area(c, "ABC"),
     euclid=lambda c: f"In triangle ABC, {sides_text(c)}. Find the area of triangle ABC.",
@@ -97,6 +98,7 @@ def _sas_vector(c: Config) -> str:
 
 SAS_AREA = Template(
     "sas_area", "area", 3,
+    figures=("ABC",),
     draw=_sas_draw,
     gold=lambda c: _polygon_area(c, "ABC"),
     euclid=_sas_euclid,
@@ -120,6 +122,7 @@ def _parallelogram_vector(c: Config) -> str:
 
 PARALLELOGRAM_AREA = Template(
     "parallelogram_area", "area", 3,
+    figures=("ABD",),
     draw=abd_config,
     gold=_parallelogram_area,
     euclid=lambda c: f"{parallelogram_euclid(c)} Find the area of the parallelogram.",
@@ -150,6 +153,7 @@ def _trapezoid_euclid(c: Config) -> str:
 
 TRAPEZOID_AREA = Template(
     "trapezoid_area", "area", 4,
+    figures=("ABCD",),
     draw=_trapezoid_draw,
     gold=lambda c: _polygon_area(c, "ABCD"),
     euclid=_trapezoid_euclid,
@@ -170,6 +174,7 @@ def _right_euclid(c: Config) -> str:
 
 CIRCUMCIRCLE_AREA = Template(
     "circumcircle_area", "area", 3,
+    figures=("ABC",),
     draw=lambda rng: right_triangle_config(rng, (rng.randint(1, 9), rng.randint(1, 9))),
     gold=lambda c: sympy.pi * circumradius(dec_points(c)) ** 2,
     euclid=_right_euclid,
@@ -259,6 +264,7 @@ def _sector_vector(c: Config) -> str:
 
 SECTOR_AREA = Template(
     "sector_area", "area", 3,
+    figures=("OAB",),
     draw=_sector_draw, gold=_sector_gold, euclid=_sector_euclid, coord=_sector_coord, vector=_sector_vector,
 )
 
@@ -282,6 +288,7 @@ def _quadrilateral_euclid(c: Config) -> str:
 
 QUADRILATERAL_AREA = Template(
     "quadrilateral_area", "area", 4,
+    figures=("ABCD",),
     draw=_quadrilateral_draw,
     gold=lambda c: _polygon_area(c, "ABCD"),
     euclid=_quadrilateral_euclid,
@@ -314,6 +321,7 @@ def _rhombus_vector(c: Config) -> str:
 
 RHOMBUS_AREA = Template(
     "rhombus_area", "area", 4,
+    figures=("ABCD",),
     draw=_rhombus_draw,
     gold=lambda c: _polygon_area(c, "ABCD"),
     euclid=_rhombus_euclid,

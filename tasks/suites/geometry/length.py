@@ -82,6 +82,7 @@ def _triangle_vector(config: Config) -> str:
 
 HYPOTENUSE = Template(
     "hypotenuse", "length", 3,
+    figures=("ABC",),
     draw=right_triangle_config,
     gold=lambda c: dist(dec_points(c)["A"], dec_points(c)["B"]),
     euclid=lambda c: f"{_right_euclid(c)} Find the length of AB.",
@@ -93,6 +94,7 @@ HYPOTENUSE = Template(
 
 MEDIAN = Template(
     "median", "length", 3,
+    figures=("ABC",),
     draw=triangle_config,
     gold=lambda c: dist(dec_points(c)["A"], _midpoint(dec_points(c)["B"], dec_points(c)["C"])),
     euclid=lambda c: f"In triangle ABC, {sides_text(c)}. M is the midpoint of BC. Find the length of the median AM.",
@@ -110,6 +112,7 @@ def _altitude(c: Config) -> sympy.Expr:
 
 ALTITUDE = Template(
     "altitude", "length", 3,
+    figures=("ABC",),
     draw=triangle_config,
     gold=_altitude,
     euclid=lambda c: f"In triangle ABC, {sides_text(c)}. Find the length of the altitude from A to BC.",
@@ -128,6 +131,7 @@ def circumradius(p) -> sympy.Expr:
 
 CIRCUMRADIUS = Template(
     "circumradius", "length", 3,
+    figures=("ABC",),
     draw=triangle_config,
     gold=lambda c: circumradius(dec_points(c)),
     euclid=lambda c: f"In triangle ABC, {sides_text(c)}. Find the radius of the circle through A, B and C.",
@@ -145,6 +149,7 @@ def inradius(p) -> sympy.Expr:
 
 INRADIUS = Template(
     "inradius", "length", 3,
+    figures=("ABC",),
     draw=triangle_config,
     gold=lambda c: inradius(dec_points(c)),
     euclid=lambda c: f"In triangle ABC, {sides_text(c)}. Find the radius of the circle inscribed in the triangle.",
@@ -313,6 +318,7 @@ def parallelogram_euclid(c: Config) -> str:
 
 PARALLELOGRAM_DIAGONAL = Template(
     "parallelogram_diagonal", "length", 3,
+    figures=("ABD",),
     draw=abd_config,
     gold=lambda c: dist(dec_points(c)["A"], parallelogram_c(dec_points(c))),
     euclid=lambda c: f"{parallelogram_euclid(c)} Find the length of the diagonal AC.",
@@ -336,6 +342,7 @@ def _centroid_distance(c: Config) -> sympy.Expr:
 
 CENTROID_DISTANCE = Template(
     "centroid_distance", "length", 3,
+    figures=("ABC",),
     draw=triangle_config,
     gold=_centroid_distance,
     euclid=lambda c: (
@@ -357,6 +364,7 @@ def _hyp_segment(c: Config) -> sympy.Expr:
 
 HYPOTENUSE_SEGMENT = Template(
     "hypotenuse_segment", "length", 3,
+    figures=("ABC",),
     draw=lambda rng: right_triangle_config(rng, rng.choice(RIGHT_LEGS)),
     gold=_hyp_segment,
     euclid=lambda c: f"{_right_euclid(c)} D is the foot of the perpendicular from C to AB. Find the length AD.",

@@ -132,6 +132,7 @@ def _parallel_question(c: Config) -> str:
 
 PARALLEL_AREA_RATIO = Template(
     "parallel_area_ratio", "ratio", 5,
+    figures=("ABC", "ADE"),
     draw=_parallel_draw,
     gold=lambda c: _area(c, "ADE") / _area(c, c["other"]),
     euclid=_parallel_euclid,
@@ -158,6 +159,7 @@ _CEVIAN_Q = "Find the ratio of the area of triangle ABD to the area of triangle 
 
 CEVIAN_AREA_RATIO = Template(
     "cevian_area_ratio", "ratio", 4,
+    figures=("ABC", "ABD", "ADC"),
     draw=_cevian_draw,
     gold=lambda c: _area(c, "ABD") / _area(c, "ADC"),
     euclid=lambda c: (
@@ -186,6 +188,7 @@ _BISECTOR_Q = "The bisector of ∠BAC meets BC at D. Find BD/DC."
 
 BISECTOR_RATIO = Template(
     "bisector_ratio", "ratio", 3,
+    figures=("ABC",),
     draw=triangle_config,
     gold=_bisector_gold,
     euclid=lambda c: f"In triangle ABC, {sides_text(c)}. {_BISECTOR_Q}",
@@ -202,6 +205,7 @@ _CIRCLES_Q = (
 
 CIRCLES_RATIO = Template(
     "circles_ratio", "ratio", 3,
+    figures=("ABC",),
     draw=triangle_config,
     gold=lambda c: inradius(dec_points(c)) / circumradius(dec_points(c)),
     euclid=lambda c: f"In triangle ABC, {sides_text(c)}. {_CIRCLES_Q}",
@@ -230,6 +234,7 @@ _DIAGONALS_Q = "Its diagonals AC and BD meet at O. Find AO/OC."
 
 TRAPEZOID_DIAGONAL_RATIO = Template(
     "trapezoid_diagonal_ratio", "ratio", 4,
+    figures=("ABCD",),
     draw=_trapezoid_draw,
     gold=_diagonal_ratio,
     euclid=lambda c: (
@@ -362,6 +367,7 @@ _CEVIANS_Q = "M is the midpoint of AC, and the segments AD and BM meet at P. Fin
 
 CEVIANS_RATIO = Template(
     "cevians_ratio", "ratio", 4,
+    figures=("ABC", "ABD", "ADC"),
     draw=_cevian_draw,
     gold=_cevians_gold,
     euclid=lambda c: (
@@ -400,6 +406,7 @@ _SHARED_Q = "Find the ratio of the area of triangle ADE to the area of triangle 
 
 SHARED_ANGLE_RATIO = Template(
     "shared_angle_ratio", "ratio", 5,
+    figures=("ABC", "ADE"),
     draw=_shared_draw,
     gold=lambda c: _area(c, "ADE") / _area(c, "ABC"),
     euclid=_shared_euclid,
