@@ -53,6 +53,7 @@ test: install
 
 bench: install
 	$(PY) bench/run.py
+	$(PY) bench/embedded.py
 
 report: install
 	$(VENV)/bin/invarbench report

@@ -27,6 +27,7 @@ from prefect.client.schemas.objects import TERMINAL_STATES, FlowRun, StateType
 from prefect.deployments import run_deployment
 
 from flows.sweep import run_unit
+from tasks import embedded
 from tasks.call import CallStats
 from tasks.config import ConfigError, load_config
 from tasks.store import read
@@ -56,10 +57,19 @@ def load_items(lake: str, item_ids: Sequence[str]) -> list[dict[str, Any]]:
 @flow(name="sweep-batch", log_prints=False)
 def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_id: str, model: str,
                 index: int, item_ids: list[str]) -> dict[str, Any]:
-    """One (model, batch) unit of a dispatched sweep: call, parse and score; returns the call stats."""
+    """One (model, batch) unit of a dispatched sweep: call, parse and score; returns the call stats.
+
+    Fails (after storing what it has) when an embedded model's worker process died during it.
+    """
     cfg = load_config(config_path, overrides)
     rows = load_items(cfg.lake_path, item_ids)
-    return asdict(run_unit(cfg.lake_path, rows, model, cfg, run_id, index))
+    crashes_before = len(embedded.crashes())
+    try:
+        stats = run_unit(cfg.lake_path, rows, model, cfg, run_id, index)
+    finally:
+        embedded.stop_all()
+    embedded.check_crashes(crashes_before)
+    return asdict(stats)
 
 
 def lake_totals(lake: str, run_id: str) -> CallStats:

@@ -127,6 +127,7 @@ def sweep(
         fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from flows.sweep import sweep as sweep_flow
+    from tasks.embedded import EmbeddedModelCrashed
     from tasks.validate import ValidationFailed
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -137,6 +138,10 @@ def sweep(
             summary = sweep_flow(str(config) if config else None, overrides, select=select)
     except ValidationFailed as exc:
         fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
+    except EmbeddedModelCrashed as exc:
+        fail(f"{exc}\nThe run ended `failed` (see `invarbench runs`). Every answer received is stored and "
+             "the other models ran; the requests the dead worker did not answer are `error` responses, "
+             "which the next sweep sends again. See the README, \"When an embedded model crashes\".", 1)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
     finally:
@@ -272,18 +277,15 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help=
          fmt: str = FormatOpt) -> None:
     """List runs with their Prefect flow-run ids, status, models, counts and errors.
 
-    A ``failed`` run's message says why; open its flow run in the Prefect UI by its id.
+    A ``failed`` run's message says why; open its flow run in the Prefect UI by its id. A sweep
+    shows ``crashed`` when its process died without a word (its heartbeat is stale, see the README).
     """
-    from tasks.store import read
+    from tasks.lifecycle import list_runs
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config)
-    rows = read(cfg.lake_path, """
-        SELECT run_id, kind, status, flow_run_id, models, n_items, n_requests, n_sent, n_cached, n_errors,
-               strftime(started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
-               strftime(updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, message
-        FROM runs ORDER BY started_at DESC LIMIT ?""", [limit])
+    rows = list_runs(cfg.lake_path, limit)
     emit_rows(rows, fmt, title="runs")
 
 

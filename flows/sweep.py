@@ -17,14 +17,14 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.cache_policies import NONE
 from prefect.runtime import flow_run
 
-from tasks import progress
+from tasks import embedded, lifecycle, progress
 from tasks.call import CallStats, run_calls, step_plan
 from tasks.config import Config, ConfigError, load_config
 from tasks.generate import generate_task, item_row
 from tasks.records import canonical_json
 from tasks.score import StageStats, parse_stage, score_stage
 from tasks.selection import Selection
-from tasks.store import build_catalog, now_utc, read, write_new_items, write_rows
+from tasks.store import build_catalog, now_utc, read, write_new_items
 from tasks.validate import dedupe, validate_items
 
 
@@ -110,15 +110,6 @@ def report_stage(cfg: Config, run_id: str) -> Path:
     return path
 
 
-def _run_row(run_id: str, cfg: Config, status: str, **counts: Any) -> dict[str, Any]:
-    now = now_utc()
-    return {
-        "run_id": run_id, "flow_run_id": str(flow_run.get_id() or ""), "kind": "sweep", "status": status,
-        "started_at": counts.pop("started_at", now), "updated_at": now,
-        "config": canonical_json(cfg.resolved()), "models": canonical_json(cfg.sweep.models), **counts,
-    }
-
-
 def headline(lake: str, run_id: str) -> list[dict[str, Any]]:
     """Per model, suite, task and bin: accuracy of this run's trials (all variants together)."""
     return read(
@@ -188,54 +179,65 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d batch(es)",
                 len(rows), identical, len(dropped_families), len(batches))
 
-    started = now_utc()
-    write_rows(lake, "runs", [_run_row(run_id, cfg, "running", started_at=started, n_items=len(rows))])
-    with progress.stage("store items", len(batches)) as advance:
-        for i, batch in enumerate(batches):
-            store_items_stage(lake, batch, i)
-            advance(1)
-
-    units = [(model, i) for model in cfg.sweep.models for i in range(len(batches))]
-    progress_id = create_progress_artifact(
-        0.0 if units else 100.0, key="sweep-progress",
-        description=f"invarbench sweep {run_id}: share of its {len(units)} (model, batch) units done")
-
-    def units_done(n: int) -> None:
-        update_progress_artifact(progress_id, 100.0 * n / len(units))
-
+    # Runs of earlier processes that died without a word (SIGKILL, power loss) end here as
+    # `crashed`; after validation, so that a sweep stopped by it has written nothing at all.
+    for stale in lifecycle.mark_stale_crashed(lake):
+        logger.warning("run %s marked crashed: %s", stale["run_id"], stale["message"])
+    run = lifecycle.Run(lake, run_id, "sweep", config=canonical_json(cfg.resolved()),
+                        models=canonical_json(cfg.sweep.models), flow_run_id=str(flow_run.get_id() or ""))
+    run.start(n_items=len(rows))
+    crashes_before = len(embedded.crashes())
+    counts: dict[str, int] = {}
     try:
-        if dispatch:
-            totals = scale_out.dispatch_units(lake, config_path, overrides, run_id, units, batches, units_done)
-        else:
-            totals = CallStats()
-            for n, (model, i) in enumerate(units, 1):
-                totals.add(run_unit(lake, batches[i], model, cfg, run_id, i))
-                units_done(n)
-    except Exception as exc:
-        # Without this row the run would read `running` forever in `invarbench runs`.
-        write_rows(lake, "runs", [_run_row(run_id, cfg, "failed", started_at=started, n_items=len(rows),
-                                           message=f"{type(exc).__name__}: {exc}"[:2000])])
+        with progress.stage("store items", len(batches)) as advance:
+            for i, batch in enumerate(batches):
+                store_items_stage(lake, batch, i)
+                advance(1)
+
+        units = [(model, i) for model in cfg.sweep.models for i in range(len(batches))]
+        progress_id = create_progress_artifact(
+            0.0 if units else 100.0, key="sweep-progress",
+            description=f"invarbench sweep {run_id}: share of its {len(units)} (model, batch) units done")
+
+        def units_done(n: int) -> None:
+            update_progress_artifact(progress_id, 100.0 * n / len(units))
+
+        try:
+            if dispatch:
+                totals = scale_out.dispatch_units(lake, config_path, overrides, run_id, units, batches, units_done)
+            else:
+                totals = CallStats()
+                for n, (model, i) in enumerate(units, 1):
+                    totals.add(run_unit(lake, batches[i], model, cfg, run_id, i))
+                    units_done(n)
+        finally:
+            embedded.stop_all()  # the embedded models' worker processes end with the calls
+        counts.update(n_requests=totals.requests, n_sent=totals.sent, n_cached=totals.cached,
+                      n_errors=totals.errors)
+
+        catalog = cfg.warehouse_path / "invarbench.duckdb"
+        try:
+            build_catalog(catalog, lake)
+        except duckdb.IOException as exc:
+            # A user's DuckDB shell holding the catalog must not fail a finished sweep: the lake is
+            # complete, and the views only change when sql/ does.
+            logger.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
+        # Every other model has had its turn; what the dead worker had answered is stored.
+        embedded.check_crashes(crashes_before)
+        table = headline(lake, run_id)
+        report = report_stage(cfg, run_id) if cfg.sweep.report else None
+        summary = {
+            "run_id": run_id, "flow_run_id": str(flow_run.get_id() or ""), "items": len(rows),
+            "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
+            "dropped_families": dropped_families,
+            "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,
+            "report": str(report) if report else None,
+        }
+    except BaseException as exc:
+        # Without this row the run would read `running` until its heartbeat went stale.
+        run.fail(f"{type(exc).__name__}: {exc}", **counts)
         raise
-
-    catalog = cfg.warehouse_path / "invarbench.duckdb"
-    try:
-        build_catalog(catalog, lake)
-    except duckdb.IOException as exc:
-        # A user's DuckDB shell holding the catalog must not fail a finished sweep: the lake is
-        # complete, and the views only change when sql/ does.
-        logger.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
-    table = headline(lake, run_id)
-    report = report_stage(cfg, run_id) if cfg.sweep.report else None
-    summary = {
-        "run_id": run_id, "flow_run_id": str(flow_run.get_id() or ""), "items": len(rows),
-        "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
-        "dropped_families": dropped_families,
-        "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,
-        "report": str(report) if report else None,
-    }
-    write_rows(lake, "runs", [_run_row(
-        run_id, cfg, "completed", started_at=started, n_items=len(rows), n_requests=totals.requests,
-        n_sent=totals.sent, n_cached=totals.cached, n_errors=totals.errors, report_path=summary["report"])])
+    run.finish(report_path=summary["report"], **counts)
     create_markdown_artifact(
         key="sweep-summary",
         markdown=(f"# invarbench sweep {run_id}\n\n{len(rows)} items, {totals.requests} requests "

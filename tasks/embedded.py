@@ -1,0 +1,253 @@
+"""Embedded models behind the litellm route ``local/<name>``, each in a worker process of its own.
+
+llama.cpp is native code: a fault inside it (a segmentation fault, an illegal instruction, the
+kernel's out-of-memory killer) ends the process it runs in. So the pipeline never loads a model
+itself: each embedded model runs in a worker process (``python -m tasks.local_llm``, see there)
+that this process starts on the model's first request and stops when the sweep ends
+(:func:`stop_all`). Requests and replies cross a pipe as one JSON line each; the worker exits on
+its own when this process dies, even by SIGKILL.
+
+When a worker dies, the request in flight fails with :class:`EmbeddedModelCrashed`, whose message
+names the model and the signal ("embedded model local/smollm2: worker process died with
+SIGSEGV"), and so do the model's remaining requests of that batch, without being sent: a request
+that crashed the model would crash it again, and each death is a reason to stop, not to retry.
+All of them become ``error`` responses, which the next sweep sends again. The worker is started
+anew for the model's next batch (:func:`begin_batch`), at most :data:`MAX_RESTARTS` times; every
+death is listed by :func:`crashes`, from which the sweep ends ``failed``.
+
+The route and the request hash do not depend on where the model runs (:func:`tasks.models.route_for`),
+so the ledgers of in-process runs stay valid.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse
+
+from tasks.local_llm import EMBEDDED
+
+# Restarts of one model's worker per process (a sweep, or a batch flow run): after that, the
+# model's remaining batches fail without being sent.
+MAX_RESTARTS = 3
+# How long a worker asked to stop (stdin closed) may take before it is killed.
+STOP_TIMEOUT_S = 10.0
+# The directory holding the ``tasks`` package: the worker must run this very code.
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+class EmbeddedModelCrashed(litellm.ServiceUnavailableError):
+    """An embedded model's worker process died (signal or exit code in the message).
+
+    A litellm exception type, so that litellm passes it on unchanged to the caller, which records
+    it as the request's ``error`` response without retrying (:data:`tasks.models._FATAL`).
+    """
+
+    def __init__(self, message: str, model: str = ""):
+        super().__init__(message=message, llm_provider="local", model=model)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _cause(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+class Worker:
+    """The worker process of one embedded model: started on demand, one request at a time."""
+
+    def __init__(self, name: str):
+        if name not in EMBEDDED:
+            raise ValueError(f"unknown embedded model {name!r}; known: {', '.join(EMBEDDED)}")
+        self.name = name
+        self.route = f"local/{name}"
+        self.restarts = 0
+        self.served = 0  # replies received from all of this model's worker processes
+        self.died: str | None = None  # why the current worker is gone, until the next batch
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id, while one runs."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        return subprocess.Popen(
+            [sys.executable, "-m", "tasks.local_llm", "--parent", str(os.getpid())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=_ROOT,
+        )
+
+    def begin_batch(self) -> None:
+        """A new batch: a worker that died is started again on the next request, if restarts remain."""
+        with self._lock:
+            if self.died is not None and self.restarts < MAX_RESTARTS:
+                self.died = None
+                self.restarts += 1
+
+    def generate(self, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, int, int]:
+        """One generation in the worker: (text, prompt tokens, completion tokens).
+
+        Raises EmbeddedModelCrashed when the worker dies during the call or died earlier in this
+        batch, RuntimeError when the model raised an error for this request.
+        """
+        with self._lock:
+            if self.died is not None:
+                later = ("it is started again for the next batch" if self.restarts < MAX_RESTARTS
+                         else f"not restarted after {MAX_RESTARTS} restarts")
+                raise EmbeddedModelCrashed(f"{self.died} earlier in this batch; not sent ({later})", self.route)
+            if self._proc is None:
+                self._proc = self._start()
+            proc = self._proc
+            assert proc.stdin is not None and proc.stdout is not None
+            line = json.dumps({"model": self.name, "messages": messages, "params": params}, ensure_ascii=False)
+            try:
+                proc.stdin.write(line.encode("utf-8") + b"\n")
+                proc.stdin.flush()
+                reply = proc.stdout.readline()
+            except OSError:  # BrokenPipeError: the worker was already gone
+                reply = b""
+            if not reply.endswith(b"\n"):
+                raise self._died(proc)
+            self.served += 1
+        answer = json.loads(reply)
+        if "error" in answer:
+            raise RuntimeError(f"embedded model {self.route}: {answer['error']}")
+        return answer["text"], int(answer["prompt_tokens"]), int(answer["completion_tokens"])
+
+    def _died(self, proc: subprocess.Popen[bytes]) -> EmbeddedModelCrashed:
+        # Its stdout is closed, so it is exiting: wait for the status that names the cause.
+        try:
+            returncode = proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            returncode = proc.wait()
+        _close_pipes(proc)
+        self._proc = None
+        self.died = f"embedded model {self.route}: worker process died with {_cause(returncode)}"
+        with _registry_lock:
+            _crashes.append(self.died)
+        return EmbeddedModelCrashed(self.died, self.route)
+
+    def stop(self) -> None:
+        """Stop the worker process (closing its stdin ends it; killed if it does not end in time)."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        _close_pipes(proc)
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdin, proc.stdout):
+        try:
+            if pipe is not None:
+                pipe.close()
+        except OSError:
+            pass  # a pipe whose reader died: nothing left to flush
+
+
+_workers: dict[str, Worker] = {}
+_crashes: list[str] = []
+_registry_lock = threading.Lock()
+
+
+def worker(name: str) -> Worker:
+    """The worker of embedded model ``name`` in this process (created on first use, not yet started)."""
+    with _registry_lock:
+        if name not in _workers:
+            _workers[name] = Worker(name)
+        return _workers[name]
+
+
+def begin_batch(name: str) -> None:
+    """Prepare ``local/<name>`` for a batch: the litellm route exists, a dead worker may restart."""
+    register()
+    worker(name).begin_batch()
+
+
+def crashes() -> list[str]:
+    """Every worker death in this process so far, oldest first (compare lengths to see new ones)."""
+    with _registry_lock:
+        return list(_crashes)
+
+
+def check_crashes(since: int) -> None:
+    """Raise EmbeddedModelCrashed naming each worker death after the first ``since`` of :func:`crashes`."""
+    new = crashes()[since:]
+    if new:
+        raise EmbeddedModelCrashed("; ".join(dict.fromkeys(new)))
+
+
+@atexit.register
+def stop_all() -> None:
+    """Stop every worker process and forget them: the next sweep starts with fresh workers."""
+    with _registry_lock:
+        workers = list(_workers.values())
+        _workers.clear()
+    for w in workers:
+        w.stop()
+
+
+class LocalProvider(CustomLLM):
+    """litellm's view of the embedded models: ``local/<name>``, answered by the model's worker."""
+
+    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        model = kwargs["model"].split("/", 1)[-1]
+        params = dict(kwargs.get("optional_params") or {})
+        started = time.monotonic()
+        text, p_tok, c_tok = worker(model).generate(kwargs["messages"], params)
+        return ModelResponse(
+            model=f"local/{model}",
+            choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            usage={"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok},
+            response_ms=(time.monotonic() - started) * 1000,
+        )
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        import asyncio
+
+        return await asyncio.to_thread(self.completion, *args, **kwargs)
+
+
+_registered = False
+
+
+def register() -> None:
+    """Make ``local/<name>`` routable through litellm (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    provider = LocalProvider()
+    existing = [p for p in (litellm.custom_provider_map or []) if p.get("provider") != "local"]
+    litellm.custom_provider_map = existing + [{"provider": "local", "custom_handler": provider}]
+    from litellm.utils import custom_llm_setup
+
+    custom_llm_setup()
+    _registered = True

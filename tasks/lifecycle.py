@@ -1,0 +1,156 @@
+"""The life of a run in the ``runs`` table: started, alive, and how it ended.
+
+A run appends a row at each change of state and the latest row (by ``updated_at``) is its state
+(the ``runs`` view). :class:`Run` writes ``running`` when it starts, again every
+:data:`HEARTBEAT_SECONDS` from a background thread while it works (the heartbeat), and
+``completed`` or ``failed`` (with a message) at the end.
+
+A process that is killed (SIGKILL, out of memory, power loss) writes nothing more, so its run
+would read ``running`` for ever. A run of a kind that heartbeats whose latest row is ``running``
+and older than :data:`STALE_AFTER` has therefore lost its process: :func:`list_runs` shows it as
+``crashed``, and :func:`mark_stale_crashed` (called by every sweep before it starts) appends a
+``crashed`` row for it and marks its Prefect flow run Crashed if that is still Running.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import uuid
+from typing import Any
+
+from tasks.store import SCHEMAS, now_utc, read, write_rows
+
+# A live run writes a heartbeat row this often...
+HEARTBEAT_SECONDS = 60.0
+# ...so one without a row for this long is gone (ten missed heartbeats: a loaded machine or a slow
+# shared lake delays a write, never by minutes).
+STALE_AFTER = dt.timedelta(minutes=10)
+# Kinds of run that heartbeat; a run of another kind is never judged by its age.
+HEARTBEAT_KINDS = ("sweep",)
+
+log = logging.getLogger(__name__)
+
+
+class Run:
+    """One run's rows in the ``runs`` table; use :meth:`start`, then :meth:`finish` or :meth:`fail`.
+
+    ``counts`` (``n_items``, ``n_requests``, ...) given to any method are kept and repeated in
+    every later row, heartbeats included.
+    """
+
+    def __init__(self, lake: str, run_id: str, kind: str, *, config: str, models: str, flow_run_id: str = "",
+                 heartbeat_s: float = HEARTBEAT_SECONDS):
+        self.lake, self.run_id, self.kind = lake, run_id, kind
+        self.config, self.models, self.flow_run_id = config, models, flow_run_id
+        self.heartbeat_s = heartbeat_s
+        self.started_at: dt.datetime | None = None
+        self.status: str | None = None
+        self._counts: dict[str, Any] = {}
+        # Serialises row writes, so that no heartbeat lands after the final row.
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _write(self, status: str, message: str | None = None, **counts: Any) -> None:
+        self._counts.update(counts)
+        self.status = status
+        write_rows(self.lake, "runs", [{
+            "run_id": self.run_id, "flow_run_id": self.flow_run_id, "kind": self.kind, "status": status,
+            "started_at": self.started_at, "updated_at": now_utc(), "config": self.config,
+            "models": self.models, "message": message, **self._counts,
+        }])
+
+    def start(self, **counts: Any) -> "Run":
+        """Write the ``running`` row and start the heartbeat thread."""
+        with self._lock:
+            self.started_at = now_utc()
+            self._write("running", **counts)
+        if self.kind in HEARTBEAT_KINDS:
+            self._thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat-{self.run_id}")
+            self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            try:
+                self.heartbeat()
+            except Exception:  # noqa: BLE001 - a missed heartbeat must not end the run; the next may land
+                log.warning("run %s: heartbeat not written", self.run_id, exc_info=True)
+
+    def heartbeat(self, **counts: Any) -> None:
+        """Write a ``running`` row now (the background thread does this every ``heartbeat_s``)."""
+        with self._lock:
+            if self.status == "running":
+                self._write("running", **counts)
+
+    def finish(self, message: str | None = None, **counts: Any) -> None:
+        """Write the ``completed`` row and stop the heartbeat."""
+        self._end("completed", message, counts)
+
+    def fail(self, message: str, **counts: Any) -> None:
+        """Write the ``failed`` row with ``message`` (why) and stop the heartbeat."""
+        self._end("failed", message[:2000], counts)
+
+    def _end(self, status: str, message: str | None, counts: dict[str, Any]) -> None:
+        self._stop.set()
+        with self._lock:
+            if self.status == "running":
+                self._write(status, message, **counts)
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+
+def _status_sql() -> str:
+    kinds = ", ".join(f"'{k}'" for k in HEARTBEAT_KINDS)
+    return f"CASE WHEN status = 'running' AND kind IN ({kinds}) AND updated_at < $cutoff THEN 'crashed' ELSE status END"
+
+
+def list_runs(lake: str, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` most recent runs for people: a run whose heartbeat is stale shows ``crashed``."""
+    return read(lake, f"""
+        SELECT run_id, kind, {_status_sql()} AS status, flow_run_id, models, n_items, n_requests, n_sent,
+               n_cached, n_errors, strftime(started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
+               strftime(updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, message
+        FROM runs ORDER BY started_at DESC LIMIT $limit""",
+                {"cutoff": now_utc() - STALE_AFTER, "limit": limit})
+
+
+def stale_runs(lake: str) -> list[dict[str, Any]]:
+    """The runs whose latest row is ``running`` and whose heartbeat is older than STALE_AFTER."""
+    columns = ", ".join(SCHEMAS["runs"].names)
+    return read(lake, f"SELECT {columns} FROM runs WHERE {_status_sql()} = 'crashed' AND status = 'running' "
+                      "ORDER BY started_at", {"cutoff": now_utc() - STALE_AFTER})
+
+
+def mark_stale_crashed(lake: str) -> list[dict[str, Any]]:
+    """Append a ``crashed`` row for every stale run, and mark its Prefect flow run Crashed where the
+    API knows it and it is still Running (best effort). Returns the crashed rows written."""
+    rows = []
+    for run in stale_runs(lake):
+        message = (f"no heartbeat since {run['updated_at']:%Y-%m-%d %H:%M:%S} UTC (more than "
+                   f"{int(STALE_AFTER.total_seconds() // 60)} minutes): its process is gone")
+        rows.append({**run, "status": "crashed", "updated_at": now_utc(), "message": message})
+        if run["flow_run_id"]:
+            mark_flow_run_crashed(run["flow_run_id"], f"invarbench run {run['run_id']}: {message}")
+    write_rows(lake, "runs", rows)
+    return rows
+
+
+def mark_flow_run_crashed(flow_run_id: str, message: str) -> bool:
+    """Set a Prefect flow run Crashed if it is still Running; False when not done (not found, no
+    API, another state). Best effort: nothing here may stop the run that calls it."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    try:
+        with get_client(sync_client=True) as client:
+            flow_run = client.read_flow_run(uuid.UUID(flow_run_id))
+            if flow_run.state is None or not flow_run.state.is_running():
+                return False
+            result = client.set_flow_run_state(flow_run.id, Crashed(message=message))
+            return result.state is not None and result.state.is_crashed()
+    except Exception:  # noqa: BLE001 - an unknown id, another Prefect server, an API error
+        log.info("flow run %s not marked crashed", flow_run_id, exc_info=True)
+        return False
