@@ -117,7 +117,8 @@ def sweep(
         overrides["warehouse"] = {"path": warehouse}
     _load(config, overrides)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from flows.sweep import sweep as sweep_flow
+    from flows.sweep import concurrency_rows, sweep as sweep_flow
+    from tasks.cost import BudgetExceeded
     from tasks.validate import ValidationFailed
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -128,6 +129,8 @@ def sweep(
             summary = sweep_flow(str(config) if config else None, overrides)
     except ValidationFailed as exc:
         fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
+    except BudgetExceeded as exc:
+        fail(f"run failed: {exc}", 1)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
     finally:
@@ -144,6 +147,11 @@ def sweep(
     )
     if summary.get("report"):
         console.print(f"report:    {summary['report']}", highlight=False)
+    print_rows(summary["cost"], title="tokens and cost of this run (USD; empty = no price known)")
+    print_rows(concurrency_rows(summary["concurrency"]), title="adaptive concurrency")
+    if summary["waiting"]:
+        err.print(f"[yellow]{summary['waiting']} request(s) wait in provider batch jobs: the run is `waiting`; "
+                  "the next sweep collects the finished jobs[/]")
     if summary["errors"]:
         err.print(f"[yellow]{summary['errors']} request(s) ended in error; the next sweep sends them again[/]")
 
@@ -258,9 +266,11 @@ def sql(
 @app.command()
 def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help="most recent runs to list"),
          fmt: str = FormatOpt) -> None:
-    """List runs with their Prefect flow-run ids, status, models, counts and errors.
+    """List runs with their Prefect flow-run ids, status, models, counts, errors, tokens and cost.
 
-    A ``failed`` run's message says why; open its flow run in the Prefect UI by its id.
+    A ``failed`` run's message says why; open its flow run in the Prefect UI by its id. Tokens and
+    cost (USD) are what the run paid for (answers from the ledger cost nothing), in total and per
+    model; a cost is empty when no response of the run has a price.
     """
     from tasks.store import read
 
@@ -268,10 +278,20 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help=
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config)
     rows = read(cfg.lake_path, """
-        SELECT run_id, kind, status, flow_run_id, models, n_items, n_requests, n_sent, n_cached, n_errors,
-               strftime(started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
-               strftime(updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, message
-        FROM runs ORDER BY started_at DESC LIMIT ?""", [limit])
+        WITH per_model AS (
+            SELECT run_id, sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
+                   sum(cost_usd) AS cost_usd,
+                   string_agg(model || ': ' || coalesce(prompt_tokens + completion_tokens, 0) || ' tokens, '
+                              || coalesce(printf('%.6f', cost_usd) || ' USD', 'cost unknown'), '; ' ORDER BY model)
+                       AS cost_by_model
+            FROM cost_by_run GROUP BY run_id)
+        SELECT r.run_id, r.kind, r.status, r.flow_run_id, r.models, r.n_items, r.n_requests, r.n_sent, r.n_cached,
+               r.n_errors, c.prompt_tokens, c.completion_tokens, c.cost_usd, c.cost_by_model,
+               strftime(r.started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
+               strftime(r.updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, r.message
+        FROM runs r LEFT JOIN per_model c USING (run_id) ORDER BY r.started_at DESC LIMIT ?""", [limit])
+    if fmt == "table":  # cents are too coarse for small runs
+        rows = [{**r, "cost_usd": None if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"} for r in rows]
     emit_rows(rows, fmt, title="runs")
 
 
