@@ -81,7 +81,7 @@ class Claims:
         for rid in ids:
             if rid in answered:
                 out.answered.append(rid)
-            elif any(run != self.run_id for _, run in live.get(rid, [])):
+            elif rid in live and min(live[rid])[1] != self.run_id:  # another run's claim wins
                 out.others.append(rid)
             else:
                 free.append(rid)
