@@ -66,11 +66,11 @@ def _job_row(caller: Caller, job: Any, request_ids: Sequence[str], status: str |
     }
 
 
-def _artifact(row: dict[str, Any]) -> None:
-    from prefect.artifacts import create_markdown_artifact
+async def _artifact(row: dict[str, Any]) -> None:
+    from prefect.artifacts import acreate_markdown_artifact
 
     key = "batch-job-" + re.sub(r"[^a-z0-9-]+", "-", row["batch_id"].lower()).strip("-")
-    create_markdown_artifact(
+    await acreate_markdown_artifact(
         key=key[:100],
         markdown=(f"# Batch job `{row['batch_id']}`\n\n| model | status | requests | run | updated (UTC) |\n"
                   f"|---|---|---|---|---|\n| {row['model']} | **{row['status']}** | {len(row['request_ids'])} | "
@@ -78,10 +78,10 @@ def _artifact(row: dict[str, Any]) -> None:
         description=f"invarbench batch job {row['batch_id']}: {row['status']}")
 
 
-def record(lake: str, row: dict[str, Any]) -> None:
+async def record(lake: str, row: dict[str, Any]) -> None:
     """Write one state of a job to the lake, then show it as a Prefect artifact."""
     write_rows(lake, "batch_jobs", [row])
-    _artifact(row)
+    await _artifact(row)
 
 
 def open_jobs(lake: str, model: str, api_base: str, request_ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -163,7 +163,7 @@ async def _submit(caller: Caller, lake: str, requests: Sequence[Request]) -> dic
     job = await litellm.acreate_batch(completion_window="24h", endpoint="/v1/chat/completions",
                                       input_file_id=upload.id, metadata={"invarbench_run": caller.run_id}, **kwargs)
     row = _job_row(caller, job, [r.request_id for r in requests], message="submitted")
-    record(lake, row)  # before any waiting: a restart finds this job instead of paying again
+    await record(lake, row)  # before any waiting: a restart finds this job instead of paying again
     return row
 
 
@@ -204,7 +204,7 @@ async def run_batch(caller: Caller, lake: str, requests: Sequence[Request], budg
             job = await litellm.aretrieve_batch(batch_id=batch_id, **kwargs)
             if job.status != row["status"]:
                 row = _job_row(caller, job, row["request_ids"], message=f"polled by run {caller.run_id}")
-                record(lake, row)
+                await record(lake, row)
                 jobs[batch_id] = row
             if job.status in TERMINAL:
                 got = await collect(caller, lake, job, row["request_ids"])
@@ -212,7 +212,7 @@ async def run_batch(caller: Caller, lake: str, requests: Sequence[Request], budg
                     if resp.request_id in estimates:
                         budget.settle(estimates.pop(resp.request_id), resp.cost_usd if resp.status == "ok" else 0.0)
                 result.responses.extend(got)
-                record(lake, {**row, "status": STORED, "updated_at": now_utc(),
+                await record(lake, {**row, "status": STORED, "updated_at": now_utc(),
                               "message": f"{len(got)} response(s) stored by run {caller.run_id} (job {job.status})"})
                 del jobs[batch_id]
     result.waiting = [rid for j in jobs.values() for rid in j["request_ids"]]

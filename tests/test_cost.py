@@ -8,10 +8,11 @@ import pytest
 
 from conftest import fake_model_config, run_cli
 from fakes import FakeServer
+from flows.report import cost_section, load
 from flows.sweep import sweep
 from tasks.config import ConfigError, ModelConfig, load_config
 from tasks.cost import Budget, _Cap, price, response_cost
-from tasks.store import read
+from tasks.store import connect, read
 
 # The fake provider reports 10 prompt and 5 completion tokens for every answer.
 P_TOK, C_TOK = 10, 5
@@ -74,6 +75,15 @@ def test_responses_carry_tokens_and_cost(tmp_path):
     assert by_model["fake"]["cost_usd"] is None and by_model["fake"]["n_unpriced"] == 5
     assert (by_model["fake"]["prompt_tokens"], by_model["fake"]["completion_tokens"]) == (5 * P_TOK, 5 * C_TOK)
     assert priced_summary["cost"][0]["cost_usd"] == pytest.approx(by_model["priced"]["cost_usd"])
+
+    con = connect(str(tmp_path / "wh" / "lake"))
+    try:
+        section = cost_section(load(con, 0.5)["cost"])
+    finally:
+        con.close()
+    total = by_model["mini"]["cost_usd"] + by_model["priced"]["cost_usd"]
+    assert section.notes == [f"Total over 3 run(s): {total:.6f} USD; 5 response(s) without a known price."]
+    assert "priced" in section.tables[0] and "mini" in section.tables[0]
 
     listed = run_cli("runs", "--format", "json", "--config", str(priced))
     assert listed.returncode == 0, listed.stderr
