@@ -113,7 +113,7 @@ class RateLimiter:
         if self.limit > 1:
             before, self.limit = self.limit, max(1, self.limit // 2)
             self.min_limit = min(self.min_limit, self.limit)
-            log.info("%s: throttled by the provider, concurrency %d -> %d", self.name, before, self.limit)
+            _log("%s: throttled by the provider, concurrency %d -> %d", self.name, before, self.limit)
 
     def _grow(self, generation: int) -> None:
         if not self.adaptive or generation != self._generation:
@@ -122,8 +122,8 @@ class RateLimiter:
         if self._successes >= self.limit and self.limit < self.ceiling:
             self._successes = 0
             self.limit += 1
-            log.info("%s: %d successes in a row, concurrency %d -> %d", self.name, self.limit - 1,
-                     self.limit - 1, self.limit)
+            _log("%s: %d successes in a row, concurrency %d -> %d", self.name, self.limit - 1,
+                 self.limit - 1, self.limit)
 
     async def _pace(self, tokens: int, lock: asyncio.Lock) -> None:
         async with lock:
@@ -169,6 +169,16 @@ class RateLimiter:
                 cond.notify_all()
         self._grow(generation)
         return result
+
+
+def _log(message: str, *args: Any) -> None:
+    """Log a concurrency change to the Prefect run's log when inside a run (the UI shows it), else locally."""
+    try:
+        from prefect.logging import get_run_logger
+
+        get_run_logger().info(message, *args)
+    except Exception:  # noqa: BLE001 - outside a flow or task run there is no run logger
+        log.info(message, *args)
 
 
 def is_throttle(exc: BaseException) -> bool:
