@@ -73,14 +73,17 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
 
 
 def lake_totals(lake: str, run_id: str) -> CallStats:
-    """A run's call totals from the lake: requests recorded, responses received, errors among them."""
+    """A run's call totals from the lake: requests recorded, responses received, errors among them,
+    and requests still waiting in batch jobs the run submitted."""
     row = read(lake, """
         SELECT (SELECT count(*) FROM run_requests WHERE run_id = $1) AS requests,
                (SELECT count(*) FROM responses WHERE run_id = $1) AS sent,
-               (SELECT count(*) FROM responses WHERE run_id = $1 AND status = 'error') AS errors""",
+               (SELECT count(*) FROM responses WHERE run_id = $1 AND status = 'error') AS errors,
+               (SELECT count(*) FROM batch_jobs, unnest(request_ids) AS t(request_id)
+                WHERE run_id = $1 AND status <> 'stored') AS waiting""",
                [run_id])[0]
-    return CallStats(requests=row["requests"], sent=row["sent"], cached=row["requests"] - row["sent"],
-                     errors=row["errors"])
+    return CallStats(requests=row["requests"], sent=row["sent"], cached=row["requests"] - row["sent"] - row["waiting"],
+                     errors=row["errors"], waiting=row["waiting"])
 
 
 def _runs(ids: list[Any], states: set[StateType]) -> FlowRunFilter:

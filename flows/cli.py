@@ -126,7 +126,8 @@ def sweep(
     except ConfigError as exc:
         fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from flows.sweep import sweep as sweep_flow
+    from flows.sweep import concurrency_rows, sweep as sweep_flow
+    from tasks.cost import BudgetExceeded
     from tasks.embedded import EmbeddedModelCrashed
     from tasks.validate import ValidationFailed
 
@@ -142,6 +143,8 @@ def sweep(
         fail(f"{exc}\nThe run ended `failed` (see `invarbench runs`). Every answer received is stored and "
              "the other models ran; the requests the dead worker did not answer are `error` responses, "
              "which the next sweep sends again. See the README, \"When an embedded model crashes\".", 1)
+    except BudgetExceeded as exc:
+        fail(f"run failed: {exc}", 1)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
     finally:
@@ -161,6 +164,11 @@ def sweep(
     if summary["dropped_families"]:
         err.print(f"[yellow]{len(summary['dropped_families'])} family(ies) dropped: each repeats a prompt of an "
                   f"earlier family of its suite (one problem counts once)[/]", highlight=False)
+    print_rows(summary["cost"], title="tokens and cost of this run (USD; empty = no price known)")
+    print_rows(concurrency_rows(summary["concurrency"]), title="adaptive concurrency")
+    if summary["waiting"]:
+        err.print(f"[yellow]{summary['waiting']} request(s) wait in provider batch jobs: the run is `waiting`; "
+                  "the next sweep collects the finished jobs[/]")
     if summary["errors"]:
         err.print(f"[yellow]{summary['errors']} request(s) ended in error; the next sweep sends them again[/]")
 
@@ -275,10 +283,12 @@ def sql(
 @app.command()
 def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help="most recent runs to list"),
          fmt: str = FormatOpt) -> None:
-    """List runs with their Prefect flow-run ids, status, models, counts and errors.
+    """List runs with their Prefect flow-run ids, status, models, counts, errors, tokens and cost.
 
     A ``failed`` run's message says why; open its flow run in the Prefect UI by its id. A sweep
     shows ``crashed`` when its process died without a word (its heartbeat is stale, see the README).
+    Tokens and cost (USD) are what the run paid for (answers from the ledger cost nothing), in
+    total and per model; a cost is empty when no response of the run has a price.
     """
     from tasks.lifecycle import list_runs
 
@@ -286,6 +296,8 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help=
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config)
     rows = list_runs(cfg.lake_path, limit)
+    if fmt == "table":  # cents are too coarse for small runs
+        rows = [{**r, "cost_usd": None if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"} for r in rows]
     emit_rows(rows, fmt, title="runs")
 
 

@@ -10,7 +10,7 @@ Sections: accuracy against key entities per task and model (the Lissard figure);
 accuracy by n × variant (the symmetry figure); flip-pattern bars and the Invariance@k /
 Consistency@k table with bootstrap intervals (GeoRepEval); the attractor scatter of predicted
 against gold values; breaking points, variant gaps, McNemar tests, associativity calls; the
-logistic regressions; and the counts of errors and unparsable answers.
+logistic regressions; the counts of errors and unparsable answers; and the cost per run and model.
 """
 
 from __future__ import annotations
@@ -326,6 +326,8 @@ def load(con, threshold: float) -> dict[str, pd.DataFrame]:
         "associativity": _df(con, "SELECT * FROM associativity_calls"),
         "regression": _df(con, "SELECT * FROM logistic_regression WHERE scope = 'all'"),
         "lenient": _df(con, "SELECT * FROM lenient_accuracy_by_bin"),
+        "cost": _df(con, """SELECT run_id, model, n_responses, n_ok, n_error, prompt_tokens, completion_tokens,
+                                   cost_usd, n_unpriced FROM cost_by_run ORDER BY last_at DESC, model"""),
     }
     return frames
 
@@ -434,7 +436,22 @@ def sections(frames: dict[str, pd.DataFrame], threshold: float) -> list[Section]
                               "No scored trials yet.")
     section.tables.append(html_table(frames["outcomes"], "Counts per model, suite and task"))
     out.append(section)
+    out.append(cost_section(frames["cost"]))
     return out
+
+
+def cost_section(cost: pd.DataFrame) -> Section:
+    """Tokens and USD per run and model (view cost_by_run); an unknown price stays empty, never 0."""
+    section = Section("Cost", "cost")
+    if cost.empty:
+        section.notes.append("No responses yet.")
+        return section
+    total = cost["cost_usd"].sum(min_count=1)
+    section.notes.append(f"Total over {cost['run_id'].nunique()} run(s): "
+                         + ("no priced response" if pd.isna(total) else f"{total:.6f} USD")
+                         + f"; {int(cost['n_unpriced'].sum())} response(s) without a known price.")
+    section.tables.append(html_table(cost, "Per run and model: what the run paid for (ledger answers cost nothing)"))
+    return section
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from prefect.runtime import flow_run
 from tasks import embedded, lifecycle, progress
 from tasks.call import CallStats, run_calls, step_plan
 from tasks.config import Config, ConfigError, load_config
+from tasks.cost import BudgetExceeded
 from tasks.generate import generate_task, item_row
 from tasks.records import canonical_json
 from tasks.score import StageStats, parse_stage, score_stage
@@ -69,7 +70,7 @@ def call_stage(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, r
     """Every trial of the batch on one model; only ledger misses are sent."""
     total = sum(len(step_plan(r)) for r in rows) * cfg.sweep.samples
     with progress.stage(f"call {model} batch {index}", total) as advance:
-        return run_calls(rows, model, cfg.model(model), run_id, lake, cfg.sweep.samples, advance)
+        return run_calls(rows, model, cfg.model(model), run_id, lake, cfg.sweep.samples, advance, cfg.sweep)
 
 
 @task(name="parse", task_run_name="parse-{model}-batch-{index}", cache_policy=NONE)
@@ -96,6 +97,8 @@ def run_unit(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run
     selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows))
     parse_batch(lake, selection, model, index)
     score_batch(lake, selection, run_id, model, index)
+    if stats.budget:
+        raise BudgetExceeded(stats.budget)  # after parse and score: what was answered counts
     return stats
 
 
@@ -137,6 +140,12 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def concurrency_rows(concurrency: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """Per model: the smallest and final adaptive concurrency and the throttled attempts (429s)."""
+    return [{"model": m, "min_concurrency": c["min"], "final_concurrency": c["final"], "throttled_429": c["throttled"]}
+            for m, c in sorted(concurrency.items())]
 
 
 @flow(name="sweep", log_prints=False)
@@ -231,19 +240,28 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
             "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
             "dropped_families": dropped_families,
             "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,
-            "report": str(report) if report else None,
+            "report": str(report) if report else None, "waiting": totals.waiting,
+            "concurrency": totals.concurrency,
+            "cost": read(lake, "SELECT model, prompt_tokens, completion_tokens, cost_usd, n_unpriced "
+                               "FROM cost_by_run WHERE run_id = ? ORDER BY model", [run_id]),
         }
     except BaseException as exc:
         # Without this row the run would read `running` until its heartbeat went stale.
         run.fail(f"{type(exc).__name__}: {exc}", **counts)
         raise
-    run.finish(report_path=summary["report"], **counts)
+    # A run whose batch jobs are still running is not done: the next sweep collects them.
+    if totals.waiting:
+        run.wait(f"{totals.waiting} request(s) wait in provider batch jobs; the next sweep collects them",
+                 report_path=summary["report"], **counts)
+    else:
+        run.finish(report_path=summary["report"], **counts)
     create_markdown_artifact(
         key="sweep-summary",
         markdown=(f"# invarbench sweep {run_id}\n\n{len(rows)} items, {totals.requests} requests "
                   f"({totals.sent} sent, {totals.cached} from the ledger, {totals.errors} errors).\n\n"
                   f"Warehouse: `{cfg.warehouse_path}`\n\nReport: `{summary['report'] or 'not built'}`\n\n"
-                  f"{markdown_table(table)}\n"),
+                  f"{markdown_table(table)}\n\n## Cost and concurrency\n\n{markdown_table(summary['cost'])}\n\n"
+                  f"{markdown_table(concurrency_rows(totals.concurrency))}\n"),
         description=f"invarbench sweep {run_id}",
     )
     return summary

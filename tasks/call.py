@@ -7,6 +7,11 @@ parsed value (``{step.value}``) or raw text (``{step.text}``). Every request is 
 run before it is sent; responses are written to the lake in small chunks as they arrive, so a
 crash loses at most the chunk in flight, and the next sweep sends exactly the requests without an
 ``ok`` response.
+
+Ledger misses are first claimed (:mod:`tasks.claims`), so a sweep running at the same time on
+the same lake never sends them too; each one is sent only while the budget (:mod:`tasks.cost`)
+allows, directly or, for ``batch = true`` models, inside a provider batch job
+(:mod:`tasks.batch_api`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 from tasks import parse as parsing
-from tasks.config import ModelConfig
+from tasks.batch_api import run_batch
+from tasks.claims import Claims
+from tasks.config import ModelConfig, SweepConfig
+from tasks.cost import Budget, estimate_cost
 from tasks.models import Caller, route_for
 from tasks.records import Request, Response, content_hash
 from tasks.store import now_utc, read, write_rows
@@ -76,7 +84,13 @@ def step_messages(row: dict[str, Any], step: dict[str, str], answers: dict[str, 
 
 @dataclass
 class CallStats:
-    """What one call-stage batch did."""
+    """What one call-stage batch did.
+
+    ``waiting`` counts requests in provider batch jobs that had not finished when the stage stopped
+    waiting; ``unsent`` those a budget kept from being sent (``budget`` says which budget).
+    ``concurrency`` holds, per model, the smallest and the final adaptive concurrency and the
+    number of throttled (429 / Retry-After) attempts.
+    """
 
     trials: int = 0
     requests: int = 0
@@ -85,10 +99,20 @@ class CallStats:
     errors: int = 0
     stopped: int = 0
     elapsed_s: float = 0.0
+    waiting: int = 0
+    unsent: int = 0
+    budget: str = ""
+    concurrency: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, other: "CallStats") -> None:
-        for f in ("trials", "requests", "cached", "sent", "errors", "stopped", "elapsed_s"):
+        for f in ("trials", "requests", "cached", "sent", "errors", "stopped", "elapsed_s", "waiting", "unsent"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
+        self.budget = self.budget or other.budget
+        for model, got in other.concurrency.items():
+            mine = self.concurrency.setdefault(model, dict(got, throttled=0))
+            mine["min"] = min(mine["min"], got["min"])
+            mine["final"] = got["final"]
+            mine["throttled"] += got["throttled"]
 
 
 @dataclass
@@ -134,11 +158,12 @@ def lookup_ledger(lake: str, request_ids: Sequence[str]) -> dict[str, dict[str, 
     return {r["request_id"]: r for r in rows}
 
 
-async def _send_all(caller: Caller, requests: list[Request], lake: str,
+async def _send_all(caller: Caller, requests: list[Request], lake: str, budget: Budget,
                     on_response: Callable[[Response], None]) -> list[Response]:
     pending: list[Response] = []
     done: list[Response] = []
     last_flush = time.monotonic()
+    queue = list(reversed(requests))
 
     def flush() -> None:
         nonlocal pending, last_flush
@@ -146,31 +171,100 @@ async def _send_all(caller: Caller, requests: list[Request], lake: str,
         pending = []
         last_flush = time.monotonic()
 
-    tasks = [asyncio.ensure_future(caller.call(r)) for r in requests]
-    try:
-        for fut in asyncio.as_completed(tasks):
-            resp = await fut
+    async def worker() -> None:
+        # A pool of `concurrency` workers, not one task per request: the budget's in-flight sum
+        # then covers the requests actually in flight, not every request still queued.
+        while queue:
+            req = queue.pop()
+            estimate = estimate_cost(caller.price, caller.messages(req), caller.cfg.max_tokens)
+            if not budget.reserve(estimate):
+                continue
+            resp = await caller.call(req)
+            budget.settle(estimate, resp.cost_usd if resp.status == "ok" else 0.0)
             pending.append(resp)
             done.append(resp)
             on_response(resp)
             if len(pending) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
                 flush()
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(caller.cfg.concurrency, len(requests)))]
+    try:
+        await asyncio.gather(*workers)
     finally:
         if pending:
             flush()
-        for t in tasks:
-            t.cancel()
+        for w in workers:
+            w.cancel()
     return done
 
 
+@dataclass
+class _Answered:
+    fresh: list[Response] = field(default_factory=list)
+    elsewhere: list[str] = field(default_factory=list)  # answered by another sweep meanwhile
+    waiting: list[str] = field(default_factory=list)
+
+
+async def _answer(caller: Caller, misses: list[Request], lake: str, budget: Budget, claims: Claims,
+                  progress: Callable[[int], None]) -> _Answered:
+    """Claim the misses, send what this run won (directly or as a batch job), wait for the rest."""
+    out = _Answered()
+    by_id = {r.request_id: r for r in misses}
+    outstanding: set[str] = set()
+
+    async def renew() -> None:
+        while True:
+            await asyncio.sleep(claims.lease_s / 3)
+            claims.renew(sorted(outstanding))
+
+    def answered(resp: Response) -> None:
+        outstanding.discard(resp.request_id)
+        progress(1)
+
+    renewer = asyncio.ensure_future(renew())
+    try:
+        pending = list(by_id)
+        while pending and not budget.stopped:
+            got = claims.claim(pending)
+            out.elsewhere += got.answered
+            progress(len(got.answered))
+            mine = [by_id[rid] for rid in got.mine]
+            outstanding.update(got.mine)
+            if mine and caller.cfg.batch:
+                result = await run_batch(caller, lake, mine, budget)
+                for resp in result.responses:
+                    if resp.request_id in by_id:
+                        answered(resp)
+                out.fresh += [r for r in result.responses if r.request_id in by_id]
+                out.waiting += [rid for rid in result.waiting if rid in by_id]
+            elif mine:
+                out.fresh += await _send_all(caller, mine, lake, budget, answered)
+            pending = got.others
+            if pending:
+                await asyncio.sleep(claims.poll_s)
+    finally:
+        renewer.cancel()
+    return out
+
+
 def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig, run_id: str, lake: str,
-              samples: int = 1, on_progress: Callable[[int], None] | None = None) -> CallStats:
-    """Run every trial of ``rows`` × ``samples`` on one model; write requests and responses to the lake."""
+              samples: int = 1, on_progress: Callable[[int], None] | None = None,
+              sweep: SweepConfig | None = None) -> CallStats:
+    """Run every trial of ``rows`` × ``samples`` on one model; write requests and responses to the lake.
+
+    ``sweep`` supplies the sweep's budget and claim settings (the defaults when None). A budget that
+    stops sending leaves the rest unsent and says so in ``CallStats.budget``; it never raises here,
+    so what was answered is parsed and scored before the caller ends the run.
+    """
     started = time.monotonic()
     progress = on_progress or (lambda n: None)
+    sweep = sweep or SweepConfig()
     route = route_for(cfg)
     sampling = cfg.sampling()
     caller = Caller.create(model_name, cfg, run_id)
+    throttled_before = caller.local.throttled
+    budget = Budget.for_run(lake, run_id, model_name, sweep.max_cost_usd, cfg.max_cost_usd)
+    claims = Claims(lake, run_id, sweep.claim_lease_s, sweep.claim_settle_s)
     trials = [
         _Trial(row=row, sample_idx=s, trial_id=trial_id(row["item_id"], asdict(route), sampling, s), steps=step_plan(row))
         for row in rows
@@ -203,10 +297,17 @@ def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig,
         misses = list({req.request_id: req for _, req in batch if req.request_id not in ledger}.values())
         stats.cached += len(batch) - len(misses)
         progress(len(batch) - len(misses))
-        fresh = asyncio.run(_send_all(caller, misses, lake, lambda r: progress(1)))
+        got = asyncio.run(_answer(caller, misses, lake, budget, claims, progress)) if misses else _Answered()
+        fresh = got.fresh
+        elsewhere = lookup_ledger(lake, got.elsewhere)
+        unsent = len(misses) - len(fresh) - len(got.elsewhere) - len(got.waiting)
+        progress(unsent + len(got.waiting))
+        stats.cached += len(got.elsewhere)
         stats.sent += len(fresh)
+        stats.waiting += len(got.waiting)
+        stats.unsent += unsent
         stats.errors += sum(1 for r in fresh if r.status == "error")
-        answers = {**{k: v["text"] for k, v in ledger.items()},
+        answers = {**{k: v["text"] for k, v in ledger.items()}, **{k: v["text"] for k, v in elsewhere.items()},
                    **{r.request_id: r.text for r in fresh if r.status == "ok"}}
         for t, req in batch:
             text = answers.get(req.request_id)
@@ -217,5 +318,10 @@ def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig,
             step = t.steps[wave]
             parsed = parsing.parse(step.get("answer_type") or t.row["answer_type"], text)
             t.answers[step["name"]] = {"text": text, "value": parsed.value}
+    if budget.stopped:
+        stats.budget = (f"{budget.stopped}; {stats.unsent} request(s) of {model_name} not sent: everything answered "
+                        "is kept, and a sweep with a higher budget sends only what is missing")
+    stats.concurrency[model_name] = {"min": caller.local.min_limit, "final": caller.local.limit,
+                                     "throttled": caller.local.throttled - throttled_before}
     stats.elapsed_s = time.monotonic() - started
     return stats

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tasks.suites import get_task, suite_tasks
 from tasks.suites.base import GeneratorError
@@ -45,6 +45,24 @@ class ModelConfig(_Strict):
     backoff_s: float = Field(1.0, ge=0, description="first retry delay; doubles each retry, with jitter")
     shared_limits: bool = Field(True, description="with PREFECT_API_URL set, draw the limits from Prefect "
                                 "global concurrency limits shared by every worker (embedded models never do)")
+    adaptive_concurrency: bool = Field(True, description="halve the requests in flight on 429 / Retry-After, "
+                                       "grow by one after a window of successes, within [1, concurrency]")
+    input_cost_per_mtok: float | None = Field(None, ge=0, description="USD per million prompt tokens; "
+                                              "default: litellm's bundled price table")
+    output_cost_per_mtok: float | None = Field(None, ge=0, description="USD per million completion tokens")
+    max_cost_usd: float = Field(0.0, ge=0, description="budget of this model in one sweep run; 0 means none")
+    batch: bool = Field(False, description="send ledger misses as provider batch jobs (OpenAI files/batches API)")
+    batch_max_wait_h: float = Field(24.0, gt=0, le=168, description="hours a sweep waits for its batch jobs "
+                                    "before it ends `waiting`")
+    batch_poll_s: float = Field(30.0, gt=0, description="first delay between polls of a batch job; doubles up to 10 min")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelConfig":
+        if (self.input_cost_per_mtok is None) != (self.output_cost_per_mtok is None):
+            raise ValueError("input_cost_per_mtok and output_cost_per_mtok: set both or neither")
+        if self.batch and self.provider != "openai":
+            raise ValueError(f"batch: batch jobs need an OpenAI-compatible model (openai/...), not {self.model!r}")
+        return self
 
     @property
     def provider(self) -> str:
@@ -108,6 +126,11 @@ class SweepConfig(_Strict):
     bootstrap_resamples: int = Field(1000, ge=10, le=100000, description="resamples of the family bootstrap")
     datasets: list[str] = Field(default_factory=list, description="ids of stored datasets to run too "
                                 "(from `invarbench import-families`)")
+    max_cost_usd: float = Field(0.0, ge=0, description="budget of one sweep run over all models; 0 means none")
+    claim_lease_s: float = Field(600.0, gt=0, description="how long a claim on a request being sent lasts "
+                                 "unless renewed (a sweep renews its own every third of it)")
+    claim_settle_s: float = Field(1.0, ge=0, description="pause between writing claims and re-reading them, "
+                                  "so two sweeps claiming at once agree on one winner")
 
 
 class Config(_Strict):
@@ -285,4 +308,18 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     for name, model in cfg.models.items():
         if model.provider == "local" and model.model not in BUILTIN_MODELS:
             raise ConfigError(f"models.{name}.model: unknown embedded model {model.model!r}; known: {', '.join(BUILTIN_MODELS)}")
+    _check_budget_prices(cfg)
     return cfg
+
+
+def _check_budget_prices(cfg: Config) -> None:
+    """A budget needs a price for every model it covers; refuse the configuration otherwise."""
+    budgeted = [n for n in cfg.sweep.models if cfg.sweep.max_cost_usd or cfg.model(n).max_cost_usd]
+    if not budgeted:
+        return
+    from tasks.cost import price  # imports litellm: only when a budget is configured
+
+    for name in budgeted:
+        if price(cfg.model(name)) is None:
+            raise ConfigError(f"models.{name}: a budget (max_cost_usd) is set but litellm's price table does not know "
+                              f"{cfg.model(name).model!r}; set input_cost_per_mtok and output_cost_per_mtok")

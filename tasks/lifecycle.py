@@ -89,6 +89,10 @@ class Run:
         """Write the ``completed`` row and stop the heartbeat."""
         self._end("completed", message, counts)
 
+    def wait(self, message: str, **counts: Any) -> None:
+        """Write the ``waiting`` row (requests left in provider batch jobs) and stop the heartbeat."""
+        self._end("waiting", message, counts)
+
     def fail(self, message: str, **counts: Any) -> None:
         """Write the ``failed`` row with ``message`` (why) and stop the heartbeat."""
         self._end("failed", message[:2000], counts)
@@ -110,10 +114,18 @@ def _status_sql() -> str:
 def list_runs(lake: str, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` most recent runs for people: a run whose heartbeat is stale shows ``crashed``."""
     return read(lake, f"""
-        SELECT run_id, kind, {_status_sql()} AS status, flow_run_id, models, n_items, n_requests, n_sent,
-               n_cached, n_errors, strftime(started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
-               strftime(updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, message
-        FROM runs ORDER BY started_at DESC LIMIT $limit""",
+        WITH per_model AS (
+            SELECT run_id, sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
+                   sum(cost_usd) AS cost_usd,
+                   string_agg(model || ': ' || coalesce(prompt_tokens + completion_tokens, 0) || ' tokens, '
+                              || coalesce(printf('%.6f', cost_usd) || ' USD', 'cost unknown'), '; ' ORDER BY model)
+                       AS cost_by_model
+            FROM cost_by_run GROUP BY run_id)
+        SELECT r.run_id, r.kind, {_status_sql()} AS status, r.flow_run_id, r.models, r.n_items, r.n_requests,
+               r.n_sent, r.n_cached, r.n_errors, c.prompt_tokens, c.completion_tokens, c.cost_usd, c.cost_by_model,
+               strftime(r.started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
+               strftime(r.updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, r.message
+        FROM runs r LEFT JOIN per_model c USING (run_id) ORDER BY r.started_at DESC LIMIT $limit""",
                 {"cutoff": now_utc() - STALE_AFTER, "limit": limit})
 
 

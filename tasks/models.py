@@ -12,6 +12,7 @@ result is an ``error`` response, which the next sweep sends again.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
 import time
@@ -23,12 +24,15 @@ import litellm
 
 from tasks import embedded, limits, local_llm
 from tasks.config import ModelConfig
+from tasks.cost import Price, price, prompt_token_estimate, response_cost
 from tasks.records import Request, Response, Route
 from tasks.store import now_utc
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True
 litellm.telemetry = False
+
+log = logging.getLogger("invarbench.concurrency")
 
 # Errors that a retry cannot fix; everything else (429, 5xx, timeouts, broken bodies) is retried.
 # An embedded model's worker that died is restarted for the next batch, not retried within this one.
@@ -51,19 +55,80 @@ def route_for(cfg: ModelConfig) -> Route:
 
 
 class RateLimiter:
-    """Per-model limits inside one process: concurrency, requests/minute, tokens/minute."""
+    """Per-model limits inside one process: concurrency (adaptive), requests/minute, tokens/minute.
 
-    def __init__(self, cfg: ModelConfig):
-        self._slots = asyncio.Semaphore(cfg.concurrency)
+    Concurrency follows additive-increase / multiplicative-decrease: a 429 or a Retry-After halves
+    the number of requests allowed in flight (at most once per generation: the answers of requests
+    sent under the larger limit do not halve it again), and each window of ``limit`` successes
+    raises it by one, always within ``[1, concurrency]``. With ``adaptive_concurrency = false`` the
+    limit stays at ``concurrency``. The state lives as long as the process (:meth:`for_model`),
+    so a sweep's later batches start from what the earlier ones learned.
+    """
+
+    _registry: dict[tuple[str, str], "RateLimiter"] = {}
+
+    def __init__(self, cfg: ModelConfig, name: str = ""):
+        self.name = name or cfg.model
+        self.ceiling = cfg.concurrency
+        self.adaptive = cfg.adaptive_concurrency
+        self.limit = cfg.concurrency
+        self.min_limit = cfg.concurrency
+        self.throttled = 0
+        self._generation = 0
+        self._successes = 0
+        self._in_flight = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cond: asyncio.Condition | None = None
         self._interval = 60.0 / cfg.requests_per_minute if cfg.requests_per_minute else 0.0
         self._tpm = cfg.tokens_per_minute
         self._next_start = 0.0
         self._tokens = float(cfg.tokens_per_minute)
         self._refilled = time.monotonic()
-        self._lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None
 
-    async def _pace(self, tokens: int) -> None:
-        async with self._lock:
+    @classmethod
+    def for_model(cls, name: str, cfg: ModelConfig) -> "RateLimiter":
+        """The process's limiter of this model configuration (created on first use)."""
+        key = (name, cfg.model_dump_json())
+        if key not in cls._registry:
+            cls._registry[key] = cls(cfg, name)
+        return cls._registry[key]
+
+    def _primitives(self) -> tuple[asyncio.Condition, asyncio.Lock]:
+        # asyncio primitives belong to one event loop, and each wave of a call stage runs its own
+        # (asyncio.run); the numbers above outlive the loops, the primitives are made per loop.
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop or self._cond is None or self._lock is None:
+            self._loop, self._cond, self._lock, self._in_flight = loop, asyncio.Condition(), asyncio.Lock(), 0
+        return self._cond, self._lock
+
+    def start_window(self) -> None:
+        """Start counting a new stage: its minimum is measured from the current limit."""
+        self.min_limit = self.limit
+
+    def _shrink(self, generation: int) -> None:
+        self.throttled += 1
+        if not self.adaptive or generation != self._generation:
+            return
+        self._generation += 1
+        self._successes = 0
+        if self.limit > 1:
+            before, self.limit = self.limit, max(1, self.limit // 2)
+            self.min_limit = min(self.min_limit, self.limit)
+            _log("%s: throttled by the provider, concurrency %d -> %d", self.name, before, self.limit)
+
+    def _grow(self, generation: int) -> None:
+        if not self.adaptive or generation != self._generation:
+            return
+        self._successes += 1
+        if self._successes >= self.limit and self.limit < self.ceiling:
+            self._successes = 0
+            self.limit += 1
+            _log("%s: %d successes in a row, concurrency %d -> %d", self.name, self.limit - 1,
+                 self.limit - 1, self.limit)
+
+    async def _pace(self, tokens: int, lock: asyncio.Lock) -> None:
+        async with lock:
             now = time.monotonic()
             if self._interval:
                 wait = self._next_start - now
@@ -83,15 +148,49 @@ class RateLimiter:
                     now = time.monotonic()
 
     async def run(self, tokens: int, call: Callable[[], Awaitable[Any]]) -> Any:
-        """Wait for the pacing and a free slot, then await ``call()`` inside the slot."""
-        async with self._slots:
-            await self._pace(tokens)
-            return await call()
+        """Wait for the pacing and a free slot, then await ``call()`` inside the slot.
+
+        A throttling failure of ``call()`` (429, Retry-After) shrinks the limit, a success grows it;
+        the exception is re-raised for the caller's retry loop either way.
+        """
+        cond, lock = self._primitives()
+        async with cond:
+            await cond.wait_for(lambda: self._in_flight < self.limit)
+            self._in_flight += 1
+            generation = self._generation
+        try:
+            await self._pace(tokens, lock)
+            result = await call()
+        except Exception as exc:
+            if is_throttle(exc):
+                self._shrink(generation)
+            raise
+        finally:
+            async with cond:
+                self._in_flight -= 1
+                cond.notify_all()
+        self._grow(generation)
+        return result
+
+
+def _log(message: str, *args: Any) -> None:
+    """Log a concurrency change to the Prefect run's log when inside a run (the UI shows it), else locally."""
+    try:
+        from prefect.logging import get_run_logger
+
+        get_run_logger().info(message, *args)
+    except Exception:  # noqa: BLE001 - outside a flow or task run there is no run logger
+        log.info(message, *args)
+
+
+def is_throttle(exc: BaseException) -> bool:
+    """Whether a failure is the provider asking us to slow down: a 429, or any answer with Retry-After."""
+    return isinstance(exc, litellm.RateLimitError) or _retry_after(exc) is not None
 
 
 def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:
     """A rough token count for the tokens/minute budget: prompt characters / 4 plus max_tokens."""
-    return sum(len(m["content"]) for m in messages) // 4 + max_tokens
+    return prompt_token_estimate(messages) + max_tokens
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -120,20 +219,33 @@ class Caller:
     cfg: ModelConfig
     run_id: str
     limiter: RateLimiter | limits.SharedLimiter
+    local: RateLimiter  # the in-process limiter (also inside a SharedLimiter): its adaptive state
+    price: Price | None = None
 
     @classmethod
     def create(cls, name: str, cfg: ModelConfig, run_id: str) -> "Caller":
-        """A caller under the model's limits: shared through Prefect when configured, else in-process."""
+        """A caller under the model's limits: shared through Prefect when configured, else in-process.
+
+        The shared limit stays the ceiling: adaptive concurrency only ever lowers this process's
+        share below ``concurrency``, and the Prefect limit is acquired inside the local slot.
+        """
         if cfg.provider == "local":
             embedded.begin_batch(cfg.model.split("/", 1)[1])
-        limiter: RateLimiter | limits.SharedLimiter = RateLimiter(cfg)
+        local = RateLimiter.for_model(name, cfg)
+        local.start_window()
+        limiter: RateLimiter | limits.SharedLimiter = local
         if limits.uses_shared_limits(cfg):
             specs = limits.limit_specs(name, cfg)
             limits.check_limits(specs)  # fail the batch before sending anything, not per request
-            limiter = limits.SharedLimiter(limiter, specs)
-        return cls(name=name, cfg=cfg, run_id=run_id, limiter=limiter)
+            limiter = limits.SharedLimiter(local, specs)
+        return cls(name=name, cfg=cfg, run_id=run_id, limiter=limiter, local=local, price=price(cfg))
 
-    def _api_key(self) -> str | None:
+    def messages(self, request: Request) -> list[dict[str, str]]:
+        """The request's messages in the chat format."""
+        return [{"role": r, "content": c} for r, c in request.messages]
+
+    def api_key(self) -> str | None:
+        """The model's API key from its environment variable (None when it needs none)."""
         if not self.cfg.api_key_env:
             return None
         key = os.environ.get(self.cfg.api_key_env)
@@ -141,34 +253,38 @@ class Caller:
             raise RuntimeError(f"models.{self.name}.api_key_env: environment variable {self.cfg.api_key_env} is not set")
         return key
 
-    async def _once(self, request: Request, api_key: str | None) -> Any:
-        messages = [{"role": r, "content": c} for r, c in request.messages]
-        kwargs: dict[str, Any] = dict(
-            model=self.cfg.model,
-            messages=messages,
-            timeout=self.cfg.timeout_s,
-            num_retries=0,
-            max_retries=0,
-            **request.sampling,
-        )
-        if self.cfg.temperature > 0:
-            kwargs["seed"] = request.sample_idx
-        if self.cfg.api_base:
-            kwargs["api_base"] = self.cfg.api_base
+    def server(self, api_key: str | None) -> dict[str, str]:
+        """The ``api_base`` and ``api_key`` arguments of a litellm call to this model."""
+        out = {"api_base": self.cfg.api_base} if self.cfg.api_base else {}
         if api_key:
-            kwargs["api_key"] = api_key
+            out["api_key"] = api_key
         elif self.cfg.api_base:
             # Self-served OpenAI-compatible servers (vLLM, llama.cpp, Ollama) usually take no key,
             # but the OpenAI client refuses to send a request without one.
-            kwargs["api_key"] = "no-key"
-        tokens = estimate_tokens(messages, self.cfg.max_tokens)
+            out["api_key"] = "no-key"
+        return out
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """What the provider receives for ``request``: model, messages, sampling (and the seed when sampling)."""
+        body: dict[str, Any] = dict(model=self.cfg.model, messages=self.messages(request), **request.sampling)
+        if self.cfg.temperature > 0:
+            body["seed"] = request.sample_idx
+        if self.cfg.batch:
+            # A batch line goes to the provider as is: no litellm route prefix in the model name.
+            body["model"] = self.cfg.model.split("/", 1)[1] if "/" in self.cfg.model else self.cfg.model
+        return body
+
+    async def _once(self, request: Request, api_key: str | None) -> Any:
+        kwargs: dict[str, Any] = dict(self.body(request), model=self.cfg.model, timeout=self.cfg.timeout_s,
+                                      num_retries=0, max_retries=0, **self.server(api_key))
+        tokens = estimate_tokens(kwargs["messages"], self.cfg.max_tokens)
         return await self.limiter.run(
             tokens, lambda: asyncio.wait_for(litellm.acompletion(**kwargs), timeout=self.cfg.timeout_s + 5)
         )
 
     async def call(self, request: Request) -> Response:
         """Send one request with retries; always returns a Response (``ok`` or ``error``)."""
-        api_key = self._api_key()
+        api_key = self.api_key()
         started = time.monotonic()
         attempts = 0
         error = ""
@@ -200,17 +316,24 @@ class Caller:
 
     def _response(self, request: Request, status: str, text: str | None, error: str | None,
                   attempts: int, started: float, p_tok: int | None, c_tok: int | None) -> Response:
+        return self.response(request.request_id, status, text, error, attempts, time.monotonic() - started,
+                             p_tok, c_tok, self.price)
+
+    def response(self, request_id: str, status: str, text: str | None, error: str | None, attempts: int,
+                 latency_s: float, p_tok: int | None, c_tok: int | None, p: Price | None) -> Response:
+        """A response row of this model and run, priced at ``p`` (direct and batch calls alike)."""
         return Response(
             response_id=uuid.uuid4().hex,
-            request_id=request.request_id,
+            request_id=request_id,
             run_id=self.run_id,
             model=self.name,
             status=status,
             text=text,
             error=error,
             attempts=attempts,
-            latency_s=round(time.monotonic() - started, 4),
+            latency_s=round(latency_s, 4),
             prompt_tokens=p_tok,
             completion_tokens=c_tok,
             created_at=now_utc(),
+            cost_usd=response_cost(p, p_tok, c_tok),
         )

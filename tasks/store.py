@@ -64,9 +64,19 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("response_id", _str), ("request_id", _str), ("run_id", _str), ("model", _str),
             ("status", _str), ("text", _str), ("error", _str), ("attempts", _int),
             ("latency_s", _f), ("prompt_tokens", _int), ("completion_tokens", _int),
-            ("created_at", _ts),
+            ("created_at", _ts), ("cost_usd", _f),
         ]
     ),
+    # A sweep's lease on requests it is sending (tasks.claims); renewals append rows.
+    "claims": pa.schema([
+        ("request_id", _str), ("run_id", _str), ("claimed_at", _ts), ("expires_at", _ts),
+    ]),
+    # Provider batch jobs (tasks.batch_api): one row per state seen; the latest row is the job's state.
+    "batch_jobs": pa.schema([
+        ("batch_id", _str), ("run_id", _str), ("model", _str), ("api_base", _str),
+        ("request_ids", pa.list_(_str)), ("input_file_id", _str), ("status", _str),
+        ("output_file_id", _str), ("error_file_id", _str), ("message", _str), ("updated_at", _ts),
+    ]),
     "parses": pa.schema(
         [
             ("response_id", _str), ("request_id", _str), ("answer_type", _str),

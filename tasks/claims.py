@@ -1,0 +1,105 @@
+"""Claims: leases in the lake on the requests a sweep is sending, so overlapping sweeps pay once.
+
+Before sending its ledger misses, a sweep writes a ``claims`` row per request (its run id, when
+it claimed, when the claim expires) and renews the claims of requests still unanswered every
+third of the lease. Another sweep that finds a *live* claim (view ``live_claims``: not expired,
+not yet answered by its run, and its run still ``running``) does not send that request: it waits
+and reads the ledger again, and takes the request over only when the claim stops being live
+without an ``ok`` answer (the claiming sweep died, failed, or got an error).
+
+Two sweeps may claim the same request at the same moment, each before seeing the other's row.
+Both then wait ``claim_settle_s`` and read the claims again: the claim made first wins, ties go
+to the lower run id, and both compute the same winner, so exactly one of them sends. The settle
+pause must exceed the time a claim file takes to become visible to the other sweep (milliseconds
+on a local disk; raise it for slow object stores).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from tasks.store import now_utc, read, write_rows
+
+
+@dataclass
+class ClaimResult:
+    """One claiming round: what this run may send, what another live sweep holds, what is answered."""
+
+    mine: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Claims:
+    """This run's claims on one lake."""
+
+    lake: str
+    run_id: str
+    lease_s: float
+    settle_s: float
+    claimed_at: dict[str, dt.datetime] = field(default_factory=dict)
+
+    @property
+    def poll_s(self) -> float:
+        """How often to look again at requests another sweep holds."""
+        return max(0.2, min(5.0, self.lease_s / 10))
+
+    def _state(self, ids: Sequence[str]) -> tuple[set[str], dict[str, list[tuple[dt.datetime, str]]]]:
+        rows = read(self.lake, """
+            SELECT 'ok' AS kind, request_id, NULL AS run_id, NULL AS claimed_at FROM ledger
+            WHERE status = 'ok' AND request_id IN (SELECT unnest($1::VARCHAR[]))
+            UNION ALL
+            SELECT 'claim', request_id, run_id, claimed_at FROM live_claims
+            WHERE request_id IN (SELECT unnest($1::VARCHAR[]))""", [list(ids)])
+        answered = {r["request_id"] for r in rows if r["kind"] == "ok"}
+        live: dict[str, list[tuple[dt.datetime, str]]] = {}
+        for r in rows:
+            if r["kind"] == "claim":
+                live.setdefault(r["request_id"], []).append((r["claimed_at"], r["run_id"]))
+        return answered, live
+
+    def _write(self, ids: Sequence[str]) -> None:
+        now = now_utc()
+        expires = now + dt.timedelta(seconds=self.lease_s)
+        for rid in ids:
+            self.claimed_at.setdefault(rid, now)
+        write_rows(self.lake, "claims", [
+            {"request_id": rid, "run_id": self.run_id, "claimed_at": self.claimed_at[rid], "expires_at": expires}
+            for rid in ids])
+
+    def claim(self, ids: Sequence[str]) -> ClaimResult:
+        """Claim what no live sweep holds; after the settle pause keep only the claims this run won."""
+        out = ClaimResult()
+        if not ids:
+            return out
+        answered, live = self._state(ids)
+        free = []
+        for rid in ids:
+            if rid in answered:
+                out.answered.append(rid)
+            elif rid in live and min(live[rid])[1] != self.run_id:  # another run's claim wins
+                out.others.append(rid)
+            else:
+                free.append(rid)
+        if not free:
+            return out
+        self._write(free)
+        time.sleep(self.settle_s)
+        answered, live = self._state(free)
+        for rid in free:
+            if rid in answered:  # answered by a sweep whose claim ended just before ours
+                out.answered.append(rid)
+            elif min(live.get(rid, [(dt.datetime.max.replace(tzinfo=dt.timezone.utc), "")]))[1] == self.run_id:
+                out.mine.append(rid)
+            else:
+                out.others.append(rid)
+        return out
+
+    def renew(self, ids: Sequence[str]) -> None:
+        """Extend this run's claims on ``ids`` by one lease from now."""
+        if ids:
+            self._write(list(ids))

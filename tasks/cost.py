@@ -1,0 +1,130 @@
+"""What a response cost, and the budget that stops a sweep before it spends too much.
+
+Prices come from the model's configuration (``input_cost_per_mtok`` / ``output_cost_per_mtok``,
+USD per million tokens) when set, else from litellm's bundled price table (read offline: the
+package's own copy, see :mod:`tasks`). Embedded models cost 0: they run on this machine and
+nobody is paid per token. A model neither configured nor in the table has no price, and its
+responses' ``cost_usd`` is NULL, never 0, so a sum never passes an unknown cost off as free.
+
+Batch responses are priced with the table's batch prices where it has them (providers charge
+about half); configured prices apply to direct and batch calls alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from tasks.config import ModelConfig
+from tasks.store import read
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per prompt token and per completion token, and where the figures come from."""
+
+    input_per_token: float
+    output_per_token: float
+    source: str  # "config" | "litellm" | "embedded"
+
+
+def price(cfg: ModelConfig, batch: bool = False) -> Price | None:
+    """The model's price (configured first, then litellm's table); None when unknown."""
+    if cfg.input_cost_per_mtok is not None and cfg.output_cost_per_mtok is not None:
+        return Price(cfg.input_cost_per_mtok / 1e6, cfg.output_cost_per_mtok / 1e6, "config")
+    if cfg.provider == "local":
+        return Price(0.0, 0.0, "embedded")
+    import litellm
+
+    try:
+        info = litellm.get_model_info(cfg.model)
+    except Exception:  # noqa: BLE001 - litellm raises several types for "not in the table"
+        return None
+    suffix = "_batches" if batch else ""
+    p_in = info.get(f"input_cost_per_token{suffix}") or info.get("input_cost_per_token")
+    p_out = info.get(f"output_cost_per_token{suffix}") or info.get("output_cost_per_token")
+    if p_in is None or p_out is None:
+        return None
+    return Price(float(p_in), float(p_out), "litellm")
+
+
+def response_cost(p: Price | None, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+    """USD of one response; None when the price or a token count is unknown."""
+    if p is None or prompt_tokens is None or completion_tokens is None:
+        return None
+    return prompt_tokens * p.input_per_token + completion_tokens * p.output_per_token
+
+
+def prompt_token_estimate(messages: Sequence[dict[str, str]]) -> int:
+    """A rough prompt token count before sending: characters / 4."""
+    return sum(len(m["content"]) for m in messages) // 4
+
+
+def estimate_cost(p: Price | None, messages: Sequence[dict[str, str]], max_tokens: int) -> float:
+    """The most a request is expected to cost: the estimated prompt plus ``max_tokens`` of answer."""
+    if p is None:
+        return 0.0
+    return prompt_token_estimate(messages) * p.input_per_token + max_tokens * p.output_per_token
+
+
+class BudgetExceeded(RuntimeError):
+    """A sweep stopped sending because its budget would be passed; the message says which and how much."""
+
+
+@dataclass
+class _Cap:
+    key: str  # the configuration key, for messages
+    limit: float
+    spent: float
+
+
+@dataclass
+class Budget:
+    """The caps of one model in one sweep run: the sweep's ``max_cost_usd`` and the model's own.
+
+    ``spent`` starts from this run's stored responses (so a run's later batches count its earlier
+    ones) and grows with each answer; a request is sent only when spent + the estimates of the
+    requests in flight + its own estimate stay within every cap. Once one is refused, nothing more
+    is sent (:attr:`stopped`): the budget stops new requests, it does not pick cheaper ones.
+    """
+
+    caps: list[_Cap] = field(default_factory=list)
+    in_flight: float = 0.0
+    stopped: str = ""
+    refused: int = 0
+
+    @classmethod
+    def for_run(cls, lake: str, run_id: str, model: str, sweep_max: float, model_max: float) -> "Budget":
+        """The caps that apply to ``model`` in ``run_id``, with what the run has spent so far."""
+        if not sweep_max and not model_max:
+            return cls()
+        row = read(lake, """
+            SELECT coalesce(sum(cost_usd), 0) AS run_spent,
+                   coalesce(sum(cost_usd) FILTER (WHERE model = $2), 0) AS model_spent
+            FROM cost_responses WHERE run_id = $1""", [run_id, model])[0]
+        caps = []
+        if sweep_max:
+            caps.append(_Cap("sweep.max_cost_usd", sweep_max, float(row["run_spent"])))
+        if model_max:
+            caps.append(_Cap(f"models.{model}.max_cost_usd", model_max, float(row["model_spent"])))
+        return cls(caps)
+
+    def reserve(self, estimate: float) -> bool:
+        """Whether a request estimated at ``estimate`` USD may be sent now; if so, it counts as in flight."""
+        if self.stopped:
+            self.refused += 1
+            return False
+        for cap in self.caps:
+            if cap.spent + self.in_flight + estimate > cap.limit:
+                self.stopped = (f"the budget {cap.key} = {cap.limit:g} USD stopped the sweep: {cap.spent:.6f} USD "
+                                f"spent, the next request would pass it")
+                self.refused += 1
+                return False
+        self.in_flight += estimate
+        return True
+
+    def settle(self, estimate: float, cost: float | None) -> None:
+        """A reserved request ended: its estimate leaves the in-flight sum, its cost (or estimate) is spent."""
+        self.in_flight -= estimate
+        for cap in self.caps:
+            cap.spent += estimate if cost is None else cost

@@ -1,0 +1,86 @@
+"""Overlapping sweeps on one warehouse: claims make each request paid once; a dead sweep's claims expire."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import REPO, fake_model_config
+from fakes import FakeProvider, FakeServer
+from tasks.claims import Claims
+from tasks.store import now_utc, read, write_rows
+
+
+def lake_query(tmp_path, sql, params=None):
+    return read(str(tmp_path / "wh" / "lake"), sql, params)
+
+
+def start_sweep(cfg) -> subprocess.Popen:
+    env = {**os.environ}
+    env.pop("PREFECT_API_URL", None)
+    return subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_simultaneous_claims_have_exactly_one_winner(tmp_path):
+    lake = str(tmp_path / "lake")
+    a, b = Claims(lake, "run-b", 60, 0.0), Claims(lake, "run-a", 60, 0.0)
+    # Both write before either re-reads (as two sweeps claiming at the same moment would).
+    a._write(["r1", "r2"])
+    b._write(["r1", "r2"])
+    got_a, got_b = a.claim(["r1", "r2"]), b.claim(["r1", "r2"])
+    assert got_a.mine == ["r1", "r2"] and got_b.mine == [] and got_b.others == ["r1", "r2"]  # the earlier claim wins
+    # The same instant: the lower run id wins, whoever asks.
+    now = now_utc()
+    write_rows(lake, "claims", [{"request_id": "r3", "run_id": run, "claimed_at": now,
+                                 "expires_at": now + dt.timedelta(minutes=1)} for run in ("run-y", "run-x")])
+    assert Claims(lake, "run-y", 60, 0.0).claim(["r3"]).others == ["r3"]
+    assert Claims(lake, "run-x", 60, 0.0).claim(["r3"]).mine == ["r3"]
+
+
+def test_two_sweeps_started_together_send_each_request_once(tmp_path):
+    state = FakeProvider(delay_s=0.3)
+    with FakeServer(state) as server:
+        cfg = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra={"concurrency": 2})
+        first, second = start_sweep(cfg), start_sweep(cfg)
+        outs = [p.communicate(timeout=600) for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, outs
+    contents = state.contents()
+    assert len(contents) == 10 == len(set(contents)), "every request answered (200) exactly once"
+    runs = lake_query(tmp_path, "SELECT run_id, status FROM runs ORDER BY run_id")
+    assert [r["status"] for r in runs] == ["completed", "completed"]
+    assert lake_query(tmp_path, "SELECT count(*) AS n FROM responses") == [{"n": 10}]
+    # Both runs hold every trial: the one that did not send took the answers from the ledger.
+    assert lake_query(tmp_path, "SELECT count(DISTINCT run_id) AS n FROM run_trials") == [{"n": 2}]
+
+
+def test_a_killed_sweeps_claims_are_taken_over_after_they_expire(tmp_path):
+    state = FakeProvider(delay_s=60.0)  # the first sweep's requests hang until it is killed
+    with FakeServer(state) as server:
+        cfg = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra={"concurrency": 2},
+                                sweep_extra={"claim_lease_s": 4.0})
+        doomed = start_sweep(cfg)
+        deadline = time.monotonic() + 300
+        while len(state.seen) < 2:
+            assert doomed.poll() is None and time.monotonic() < deadline, "the first sweep never sent"
+            time.sleep(0.2)
+        os.killpg(doomed.pid, signal.SIGKILL)
+        doomed.wait()
+        state.delay_s = 0.0
+        [dead] = lake_query(tmp_path, "SELECT run_id, status FROM runs")
+        assert dead["status"] == "running"  # SIGKILL: it never wrote its end
+        claimed = lake_query(tmp_path, "SELECT count(*) AS n, max(expires_at) AS expires FROM claims WHERE run_id = ?",
+                             [dead["run_id"]])[0]
+        assert claimed["n"] == 10
+        survivor = start_sweep(cfg)
+        out, errors = survivor.communicate(timeout=600)
+    assert survivor.returncode == 0, errors
+    rows = lake_query(tmp_path, "SELECT run_id, created_at FROM responses")
+    assert len(rows) == 10 and {r["run_id"] for r in rows} != {dead["run_id"]}
+    # Taken over only once the dead sweep's lease had run out.
+    assert min(r["created_at"] for r in rows) >= claimed["expires"]
+    assert lake_query(tmp_path, "SELECT count(*) AS n FROM ledger WHERE status = 'ok'") == [{"n": 10}]
