@@ -24,7 +24,7 @@ from tasks.generate import generate_task, item_row
 from tasks.records import canonical_json
 from tasks.score import StageStats, parse_stage, score_stage
 from tasks.selection import Selection
-from tasks.store import build_catalog, now_utc, read, write_new_items, write_rows
+from tasks.store import build_catalog, ensure_lake, now_utc, read, write_new_items, write_rows
 from tasks.validate import dedupe, validate_items
 
 
@@ -182,6 +182,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     logger.info("generated %d items (%d duplicates dropped) in %d batch(es)", len(rows), dropped, len(batches))
 
     started = now_utc()
+    ensure_lake(lake)  # an unusable lake (wrong credentials, no bucket) stops here, before anything is written
     write_rows(lake, "runs", [_run_row(run_id, cfg, "running", started_at=started, n_items=len(rows))])
     with progress.stage("store items", len(batches)) as advance:
         for i, batch in enumerate(batches):
