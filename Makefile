@@ -65,7 +65,7 @@ server: install
 
 # Work pool `invarbench`, shared rate limits of the configured models, deployments of deploy/prefect.yaml.
 deploy: install
-	PREFECT_API_URL='$(SERVER)' $(PY) -m flows.deploy --config $(CONFIG)
+	PREFECT_API_URL='$(SERVER)' $(PY) -m flows.deploy --config '$(CONFIG)'
 
 # A process worker on the pool (one per machine; WORKER_LIMIT=n flow runs at once, default 4).
 worker: install

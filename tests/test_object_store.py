@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 import s3_server
@@ -176,7 +175,6 @@ def test_sigkill_mid_sweep_then_resume_sends_only_what_was_not_stored(s3, tmp_pa
 
 _SLOW_WRITER = """
 import os, sys
-import pyarrow as pa
 from tasks.store import write_rows
 # About 48 MB of incompressible text: several parts of a multipart upload.
 rows = [{"response_id": f"big-{i}", "status": "ok", "text": os.urandom(24_000).hex()} for i in range(1000)]
