@@ -5,8 +5,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LLAMA_STAMP := $(VENV)/.llama-build
 CONFIG ?= invarbench.toml
-# The Prefect server that `make deploy` and `make worker` talk to (not used by sweep or test).
-PREFECT_API ?= $(or $(PREFECT_API_URL),http://127.0.0.1:4200/api)
+# The Prefect server that `make deploy` and `make worker` talk to (not used by sweep or test):
+# `make worker SERVER=http://host:4200/api`. Never a PREFECT_* name: make exports a variable given
+# on its command line to every recipe, and Prefect reads PREFECT_* variables as its own settings.
+SERVER ?= $(or $(PREFECT_API_URL),http://127.0.0.1:4200/api)
 # llama-cpp-python is compiled from source for a portable x86-64 target, never for the build
 # machine's CPU: -march=native switches on llama.cpp's AMX kernels wherever the build machine
 # advertises AMX, and those crash on current Xeons; a native build also dies with an illegal
@@ -64,11 +66,11 @@ server: install
 
 # Work pool `invarbench`, shared rate limits of the configured models, deployments of deploy/prefect.yaml.
 deploy: install
-	PREFECT_API_URL=$(PREFECT_API) $(PY) -m flows.deploy --config $(CONFIG)
+	PREFECT_API_URL='$(SERVER)' $(PY) -m flows.deploy --config '$(CONFIG)'
 
 # A process worker on the pool (one per machine; WORKER_LIMIT=n flow runs at once, default 4).
 worker: install
-	VENV=$(VENV) PREFECT_API_URL=$(PREFECT_API) deploy/worker.sh
+	VENV='$(VENV)' PREFECT_API_URL='$(SERVER)' deploy/worker.sh
 
 clean-warehouse:
 	rm -rf warehouse/lake warehouse/invarbench.duckdb warehouse/reports

@@ -249,17 +249,15 @@ def sql(
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
-    from tasks.store import build_catalog, query
+    from tasks.store import LakeError, open_catalog, query
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config)
     catalog = cfg.warehouse_path / "invarbench.duckdb"
-    if not catalog.exists():
-        build_catalog(catalog, cfg.lake_path)
     if not query_text:
         console.print(
-            f"The warehouse catalog is {catalog} (views only, over Parquet in {cfg.lake_path}).\n"
+            f"The warehouse catalog is {catalog} (views only, over Parquet in {cfg.warehouse.lake or cfg.lake_path}).\n"
             f"Open it with the DuckDB shell:   duckdb -readonly {catalog}\n"
             f"or from Python:                  duckdb.connect('{catalog}', read_only=True)\n"
             "Views: items, runs, requests, responses, ledger, parses, scores, trial_scores, accuracy_by_bin, ...\n"
@@ -268,7 +266,10 @@ def sql(
         )
         return
     try:
-        con = duckdb.connect(str(catalog), read_only=True)
+        # Rebuilt first when built for another lake (a copied or moved warehouse) or older sql/.
+        con = open_catalog(catalog, cfg.lake_path)
+    except LakeError as exc:
+        fail(str(exc))
     except duckdb.IOException as exc:
         fail(f"cannot open {catalog}: {exc}", 1)
     try:
@@ -401,7 +402,13 @@ def main() -> None:
     # llama-cpp-python keeps two /dev/null handles open for the life of the process; the
     # interpreter's exit would otherwise report them under every table this CLI prints.
     warnings.filterwarnings("ignore", category=ResourceWarning)
-    app()
+    from tasks.store import LakeError
+
+    try:
+        app()
+    except LakeError as exc:  # any command on a lake it cannot use: a configuration problem, exit 2
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

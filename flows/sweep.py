@@ -25,7 +25,7 @@ from tasks.generate import generate_task, item_row
 from tasks.records import canonical_json
 from tasks.score import StageStats, parse_stage, score_stage
 from tasks.selection import Selection
-from tasks.store import build_catalog, now_utc, read, write_new_items
+from tasks.store import build_catalog, ensure_lake, now_utc, read, write_new_items
 from tasks.validate import dedupe, validate_items
 
 
@@ -188,6 +188,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d batch(es)",
                 len(rows), identical, len(dropped_families), len(batches))
 
+    ensure_lake(lake)  # an unusable lake (wrong credentials, no bucket) stops here, before anything is written
     # Runs of earlier processes that died without a word (SIGKILL, power loss) end here as
     # `crashed`; after validation, so that a sweep stopped by it has written nothing at all.
     for stale in lifecycle.mark_stale_crashed(lake):

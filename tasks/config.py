@@ -94,7 +94,28 @@ class WarehouseConfig(_Strict):
     """Where data lives: the lake (Parquet) and the catalog (DuckDB views only)."""
 
     path: str = "warehouse"
-    lake: str = Field("", description="lake location; default <path>/lake; may be an fsspec URL")
+    lake: str = Field("", description="lake location; default <path>/lake; may be an object-store URL "
+                      "such as s3://bucket/prefix")
+    # Never credentials here (the configuration is stored with each run): keys come from the
+    # AWS_* variables, AWS_PROFILE or ~/.aws, as for any AWS client.
+    endpoint_url: str = Field("", description="S3-compatible endpoint for an s3:// lake (MinIO, Ceph, R2), "
+                              "e.g. http://127.0.0.1:9000; default AWS")
+    region: str = Field("", description="region of an s3:// lake's bucket; default from AWS_REGION or ~/.aws")
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _endpoint_is_a_url(cls, value: str) -> str:
+        if value and (not value.startswith(("http://", "https://")) or "@" in value or "?" in value):
+            raise ValueError(f"{value!r} is not an http(s) URL without credentials or options, "
+                             "e.g. http://127.0.0.1:9000")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _options_need_an_s3_lake(self) -> "WarehouseConfig":
+        for key in ("endpoint_url", "region"):
+            if getattr(self, key) and not self.lake.startswith("s3://"):
+                raise ValueError(f"{key} applies to an s3:// lake only, but lake is {self.lake or 'local'!r}")
+        return self
 
 
 class PrefectConfig(_Strict):
@@ -228,8 +249,20 @@ class Config(_Strict):
 
     @property
     def lake_path(self) -> str:
-        """The lake root (a local path, or an fsspec URL when configured so)."""
-        return self.warehouse.lake or str(self.warehouse_path / "lake")
+        """The lake root: a local path, or an object-store URL.
+
+        For an ``s3://`` lake, ``endpoint_url`` and ``region`` ride along as the URL's query
+        options in pyarrow's own form (``?endpoint_override=…&region=…``), so the one string
+        every stage receives configures the filesystem too. Credentials never do.
+        """
+        lake = self.warehouse.lake or str(self.warehouse_path / "lake")
+        options = {"endpoint_override": self.warehouse.endpoint_url, "region": self.warehouse.region}
+        options = {k: v for k, v in options.items() if v}
+        if not (lake.startswith("s3://") and options):
+            return lake
+        from urllib.parse import urlencode
+
+        return lake + ("&" if "?" in lake else "?") + urlencode(options)
 
     def resolved(self) -> dict[str, Any]:
         """The configuration as stored with a run: plain data, secrets never included (keys are env var names)."""

@@ -1,10 +1,15 @@
 """Parquet writes (append-only, atomic) and the DuckDB catalog of views over them.
 
-Parquet under ``<lake>/<table>/day=YYYY-MM-DD/`` is the source of truth. A file is written under
-a temporary name and renamed when complete, so a crash never leaves a half file and concurrent
-writers never lock each other. DuckDB is the engine: the catalog file holds only views (from
-``sql/*.sql``) and is rebuilt at will; pipeline reads use an in-memory DuckDB with the same views,
-so a sweep never holds the catalog file open and ``invarbench sql`` works while it writes.
+Parquet under ``<lake>/<table>/day=YYYY-MM-DD/`` is the source of truth. The lake is a local
+folder or an object-store URL (``s3://bucket/prefix``); one filesystem layer, pyarrow's, serves
+both: it writes the Parquet files, and DuckDB reads the lake through the same filesystem
+registered with each connection, so an object-store lake needs no DuckDB extension and no
+download. A file becomes visible only when complete (a local temporary name renamed; an object
+upload that is published only when it completes), so a crash never leaves a half file and
+concurrent writers never lock or overwrite each other. DuckDB is the engine: the catalog file
+holds only views (from ``sql/``) and the lake they read, and is rebuilt at will; pipeline reads
+use an in-memory DuckDB with the same views, so a sweep never holds the catalog file open and
+``invarbench sql`` works while it writes.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from fsspec.implementations.arrow import ArrowFSWrapper
+from fsspec.implementations.memory import MemoryFile
 
+from tasks.config import ConfigError
 from tasks.features import FEATURE_NAMES
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
@@ -120,38 +128,176 @@ def now_utc() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
+class LakeError(ConfigError):
+    """The lake cannot be used: an unreachable endpoint, a missing bucket, wrong credentials."""
+
+
+def is_url(lake: str) -> bool:
+    """Whether the lake is an object-store URL (``s3://…``) rather than a local folder."""
+    return "://" in lake
+
+
+def lake_root(lake: str) -> str:
+    """Where the views read the lake: an absolute local path, or the URL without its options.
+
+    A URL lake may carry pyarrow filesystem options as a query string
+    (``s3://bucket/lake?endpoint_override=…``, see ``Config.lake_path``); they configure the
+    filesystem and are no part of the file paths.
+    """
+    if not is_url(lake):
+        return str(Path(lake).expanduser().resolve())
+    return lake.split("?", 1)[0].rstrip("/")
+
+
 def _filesystem(lake: str) -> tuple[pafs.FileSystem, str]:
-    if "://" in lake:
-        return pafs.FileSystem.from_uri(lake)
-    return pafs.LocalFileSystem(), str(Path(lake).resolve())
+    if not is_url(lake):
+        return pafs.LocalFileSystem(), lake_root(lake)
+    uri = lake
+    if lake.startswith("s3://") and "allow_delayed_open" not in lake:
+        # Delayed open: a body smaller than one part (most lake files) is one PutObject instead
+        # of a three-request multipart upload.
+        uri += ("&" if "?" in lake else "?") + "allow_delayed_open=true"
+    try:
+        fs, root = pafs.FileSystem.from_uri(uri)
+    except (OSError, ValueError) as exc:
+        raise LakeError(f"warehouse.lake {lake_root(lake)}: {exc}") from None
+    return fs, root.rstrip("/")
+
+
+# Per connection: lake files up to _BLOB_MAX bytes are kept in memory once read, up to _BLOBS_MAX in all.
+_BLOB_MAX = 8 << 20
+_BLOBS_MAX = 256 << 20
+
+
+class _LakeFS(ArrowFSWrapper):
+    """The lake's pyarrow filesystem as fsspec sees it, under the lake URL's scheme, for DuckDB.
+
+    One per connection, and a snapshot: each table folder is listed once, in one recursive
+    listing, on first use. DuckDB binds every view when it is created, and a view over a view
+    binds its sources again, so without this the catalog's views would list and stat the same
+    keys hundreds of times. Lake files are immutable (a new key per write), so a listing can only
+    miss files written after it; a connection is opened per query or per stage for that reason.
+    """
+
+    cachable = False  # never share one across connections (fsspec caches instances by arguments)
+
+    def __init__(self, fs: pafs.FileSystem, scheme: str):
+        super().__init__(fs)
+        self._scheme = scheme
+        self._listings: dict[str, dict[str, dict[str, Any]]] = {}
+        self._blobs: dict[str, bytes] = {}
+        self._blob_bytes = 0
+
+    @property
+    def protocol(self):  # ArrowFSWrapper names the filesystem type ("s3"); DuckDB routes by URL scheme
+        return (self._scheme,)
+
+    def _listing(self, path: str) -> dict[str, dict[str, Any]]:
+        path = self._strip_protocol(path).rstrip("/")
+        if path not in self._listings:
+            infos = self.fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+            self._listings[path] = {i.path: self._make_entry(i) for i in infos}
+        return self._listings[path]
+
+    def find(self, path, maxdepth=None, withdirs=False, detail=False, **kwargs):
+        """Every entry under ``path`` from one cached recursive listing (fsspec's glob calls this)."""
+        root = self._strip_protocol(path).rstrip("/")
+        entries = {name: entry for name, entry in self._listing(root).items()
+                   if (withdirs or entry["type"] != "directory")
+                   and (maxdepth is None or name[len(root) + 1:].count("/") < maxdepth)}
+        return entries if detail else sorted(entries)
+
+    def info(self, path, **kwargs):
+        """A listed entry when some listing holds it, else one request."""
+        name = self._strip_protocol(path).rstrip("/")
+        for root, entries in self._listings.items():
+            if name.startswith(root + "/") and name in entries:
+                return entries[name]
+        return super().info(path, **kwargs)
+
+    def modified(self, path):
+        """The listed modification time (ArrowFSWrapper would ask the store again)."""
+        return self.info(path)["mtime"]
+
+    def _open(self, path, mode="rb", block_size=None, seekable=True, **kwargs):
+        entry = self.info(path) if mode == "rb" else None
+        if entry is None or entry["size"] is None or entry["size"] > _BLOB_MAX \
+                or self._blob_bytes + entry["size"] > _BLOBS_MAX:
+            return super()._open(path, mode, block_size, seekable, **kwargs)
+        name = self._strip_protocol(path)
+        if name not in self._blobs:
+            # Binding the views reads each file's footer once per view that depends on it: keep
+            # small files whole, fetched once, for the connection's life (files never change).
+            with self.fs.open_input_stream(name) as stream:
+                self._blobs[name] = stream.read()
+            self._blob_bytes += len(self._blobs[name])
+        return MemoryFile(self, path, self._blobs[name])
+
+
+def register_lake(con: duckdb.DuckDBPyConnection, lake: str) -> None:
+    """Let ``con`` read an object-store lake through the lake's own filesystem (nothing for a local one).
+
+    DuckDB then reads ``s3://…`` with the credentials and endpoint pyarrow resolved, and never
+    needs its ``httpfs`` extension (which it would otherwise try to download).
+    """
+    if is_url(lake):
+        fs, _ = _filesystem(lake)
+        con.register_filesystem(_LakeFS(fs, lake.split("://", 1)[0]))
+
+
+def _unusable(lake: str, exc: Exception) -> LakeError:
+    hint = ("check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws), "
+            "warehouse.endpoint_url and that the bucket exists") if is_url(lake) else "check warehouse.path / warehouse.lake"
+    # pyarrow's messages name the operation, bucket and key, never the credentials.
+    return LakeError(f"cannot use the lake {lake_root(lake)}: {exc}; {hint}")
+
+
+# URL lakes whose schema files this process has seen: each check costs one request per table.
+_ENSURED: set[str] = set()
 
 
 def ensure_lake(lake: str) -> None:
-    """Create every table folder with an empty schema file, so views work before the first run."""
+    """Create every table folder with an empty schema file, so views work before the first run.
+
+    Raises :class:`LakeError` (a configuration error) when the lake cannot be read or written.
+    """
+    if lake in _ENSURED:
+        return
     fs, root = _filesystem(lake)
-    for table, schema in SCHEMAS.items():
-        folder = f"{root}/{table}/day=1970-01-01"
-        target = f"{folder}/part-schema.parquet"
-        if fs.get_file_info(target).type == pafs.FileType.NotFound:
-            fs.create_dir(folder, recursive=True)
-            _atomic_write(fs, target, schema.empty_table())
+    try:
+        for table, schema in SCHEMAS.items():
+            target = f"{root}/{table}/day=1970-01-01/part-schema.parquet"
+            if fs.get_file_info(target).type == pafs.FileType.NotFound:
+                _atomic_write(fs, target, schema.empty_table())
+    except OSError as exc:
+        raise _unusable(lake, exc) from None
+    if is_url(lake):
+        _ENSURED.add(lake)
 
 
 def _atomic_write(fs: pafs.FileSystem, target: str, table: pa.Table) -> None:
     if isinstance(fs, pafs.LocalFileSystem):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
         # No .parquet suffix until complete: readers glob *.parquet and never see a half file.
         tmp = f"{os.path.dirname(target)}/.tmp-{uuid.uuid4().hex}"
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, target)
     else:
-        # Object stores publish a PUT whole or not at all: no rename needed there.
-        pq.write_table(table, target, filesystem=fs, compression="zstd")
+        # Object stores have no rename and need none: an object appears under its key only when
+        # its upload completes (one PUT, or a multipart upload's final request), so a writer
+        # killed mid-upload leaves no object. The body is encoded in memory first so that the
+        # upload starts only once the file is whole. No folders: keys need no parents.
+        body = pa.BufferOutputStream()
+        pq.write_table(table, body, compression="zstd")
+        with fs.open_output_stream(target) as out:
+            out.write(body.getvalue())
 
 
 def write_rows(lake: str, table: str, rows: Sequence[dict[str, Any]]) -> str | None:
     """Append ``rows`` to ``table`` as one new Parquet file; returns its path (None when no rows).
 
     Columns follow the table's schema exactly: a missing column is null, an unknown one an error.
+    Each file has a key of its own (time and a random id), so writers never overwrite each other.
     """
     if not rows:
         return None
@@ -162,9 +308,7 @@ def write_rows(lake: str, table: str, rows: Sequence[dict[str, Any]]) -> str | N
     data = pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
     fs, root = _filesystem(lake)
     stamp = now_utc()
-    folder = f"{root}/{table}/day={stamp:%Y-%m-%d}"
-    fs.create_dir(folder, recursive=True)
-    target = f"{folder}/part-{stamp:%H%M%S%f}-{uuid.uuid4().hex[:12]}.parquet"
+    target = f"{root}/{table}/day={stamp:%Y-%m-%d}/part-{stamp:%H%M%S%f}-{uuid.uuid4().hex}.parquet"
     _atomic_write(fs, target, data)
     return target
 
@@ -174,7 +318,8 @@ def _sql_files() -> list[Path]:
 
 
 def _statements(lake: str) -> Iterable[str]:
-    glob_root = lake.rstrip("/")
+    # A quote in a folder name must not end the SQL string literal.
+    glob_root = lake_root(lake).replace("'", "''")
     for path in _sql_files():
         text = path.read_text(encoding="utf-8").replace("{{lake}}", glob_root)
         for stmt in text.split(";\n"):
@@ -184,8 +329,7 @@ def _statements(lake: str) -> Iterable[str]:
 
 def create_views(con: duckdb.DuckDBPyConnection, lake: str) -> None:
     """Create (or replace) every view of ``sql/`` on ``con``, reading the lake at ``lake``."""
-    if "://" in lake:
-        con.execute("INSTALL httpfs; LOAD httpfs;")
+    register_lake(con, lake)
     for stmt in _statements(lake):
         con.execute(stmt)
 
@@ -198,6 +342,29 @@ def connect(lake: str) -> duckdb.DuckDBPyConnection:
     return con
 
 
+# The catalog remembers which lake and which sql/ its views were built from, so a copied or moved
+# warehouse, or a lake mounted elsewhere, is noticed on open and the views rebuilt for it.
+_CATALOG_TABLE = "invarbench_catalog"
+
+
+def _catalog_stamp(lake: str) -> tuple[str, str]:
+    import hashlib
+
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in _sql_files())).hexdigest()
+    return lake_root(lake), digest
+
+
+def _open_writable(catalog: Path, attempts: int) -> duckdb.DuckDBPyConnection:
+    for attempt in range(attempts):
+        try:
+            return duckdb.connect(str(catalog))
+        except duckdb.IOException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.25)
+    raise AssertionError("unreachable")
+
+
 def build_catalog(catalog: Path, lake: str, attempts: int = 20) -> Path:
     """(Re)build the catalog file: views only, so it can be deleted and rebuilt at any time.
 
@@ -206,19 +373,38 @@ def build_catalog(catalog: Path, lake: str, attempts: int = 20) -> Path:
     """
     ensure_lake(lake)
     catalog.parent.mkdir(parents=True, exist_ok=True)
-    for attempt in range(attempts):
-        try:
-            con = duckdb.connect(str(catalog))
-            break
-        except duckdb.IOException:
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.25)
+    con = _open_writable(catalog, attempts)
     try:
         create_views(con, lake)
+        root, digest = _catalog_stamp(lake)
+        con.execute(f"CREATE OR REPLACE TABLE {_CATALOG_TABLE} AS SELECT ? AS lake, ? AS sql_sha256", [root, digest])
     finally:
         con.close()
     return catalog
+
+
+def _catalog_is_current(catalog: Path, lake: str) -> bool:
+    try:
+        con = duckdb.connect(str(catalog), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        stored = con.execute(f"SELECT lake, sql_sha256 FROM {_CATALOG_TABLE}").fetchone()
+    except duckdb.Error:  # built before the catalog recorded its lake
+        return False
+    finally:
+        con.close()
+    return stored == _catalog_stamp(lake)
+
+
+def open_catalog(catalog: Path, lake: str) -> duckdb.DuckDBPyConnection:
+    """The catalog, read-only, with views over ``lake``: rebuilt first when missing or built for
+    another lake (a copied or moved warehouse) or another ``sql/``."""
+    if not (catalog.exists() and _catalog_is_current(catalog, lake)):
+        build_catalog(catalog, lake)
+    con = duckdb.connect(str(catalog), read_only=True)
+    register_lake(con, lake)
+    return con
 
 
 def query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:

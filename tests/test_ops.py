@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,8 @@ from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRu
                                             FlowRunFilterParentFlowRunId)
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
+import s3_server
+from s3_server import free_port
 from conftest import REPO, fake_model_config, run_cli
 from fakes import FakeProvider, FakeServer
 from tasks.config import ConfigError, load_config
@@ -78,12 +79,6 @@ def test_dispatch_without_a_server_is_refused(tmp_path, monkeypatch):
 
 # --- a real server and real workers -----------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def stop(proc: subprocess.Popen) -> None:
     """Stop a process started here with its own session, and its children (flow-run subprocesses)."""
     if proc.poll() is None:
@@ -101,6 +96,7 @@ class Ops:
 
     api: str
     workers: list[Path]
+    home: Path
 
     def settings(self):
         """Point this process at the server (the session's test harness is another one)."""
@@ -112,12 +108,25 @@ class Ops:
 
 
 @pytest.fixture(scope="module")
-def ops(tmp_path_factory):
-    """A Prefect server, the deployments of deploy/prefect.yaml, and two process workers."""
+def s3(tmp_path_factory):
+    """An S3-compatible server (tests/s3_server.py) whose bucket the workers share."""
+    server = s3_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
+    try:
+        yield server
+    finally:
+        s3_server.stop(server)
+
+
+@pytest.fixture(scope="module")
+def ops(tmp_path_factory, s3):
+    """A Prefect server, the deployments of deploy/prefect.yaml, and two process workers.
+
+    The workers hold the bucket's credentials in their environment, as a worker machine would.
+    """
     home = tmp_path_factory.mktemp("prefect-home")
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_API_URL": api, "DO_NOT_TRACK": "1",
+    env = {**s3.env(), "PREFECT_HOME": str(home), "PREFECT_API_URL": api, "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
            "PREFECT_WORKER_QUERY_SECONDS": "1", "INVARBENCH_HOME": str(REPO),
            # Worker logs are read while the workers run (which flow runs each submitted): INFO
@@ -157,7 +166,7 @@ def ops(tmp_path_factory):
         for i in range(2):
             start(f"worker-{i}", "worker", "start", "--pool", "invarbench", "--type", "process", "--limit", "2",
                   "--name", f"worker-{i}")
-        yield Ops(api=api, workers=workers)
+        yield Ops(api=api, workers=workers, home=home)
     finally:
         for proc in reversed(procs):
             stop(proc)
@@ -296,3 +305,89 @@ def test_a_missing_shared_limit_stops_the_call_stage(ops, tmp_path, monkeypatch)
             asyncio.run(limiter.run(10, call))
         assert called == []
     assert lake_query(tmp_path / "wh", "SELECT count(*) AS n FROM responses") == [{"n": 0}]
+
+
+# --- the README's several-machines commands, and a lake in a shared bucket ---------------------------
+
+VENV = Path(sys.prefix)
+
+
+def make(*args: str) -> list[str]:
+    """``make`` in this checkout with this interpreter's environment, never reinstalling it.
+
+    ``-o`` the install stamp: the targets depend on ``install``, whose stamp may be older than a
+    freshly edited Makefile; the environment running the tests is the one to use as it is.
+    """
+    return ["make", "--no-print-directory", "-C", str(REPO), "-o", str(VENV / ".installed"), f"VENV={VENV}", *args]
+
+
+@pytest.mark.slow
+def test_make_deploy_and_worker_take_the_server_from_the_command_line(ops, tmp_path):
+    """`make deploy SERVER=…` and `make worker SERVER=…` as the README writes them, on a non-default port."""
+    assert not ops.api.startswith("http://127.0.0.1:4200")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), DO_NOT_TRACK="1")
+    cfg = fake_model_config(tmp_path, "http://127.0.0.1:9/v1", name="made-by-make", model_extra={"concurrency": 5})
+    with cfg.open("a") as f:  # the module's schedule stays as the fixture deployed it
+        f.write(f'\n[prefect]\ntimezone = "{TIMEZONE}"\n')
+    deployed = subprocess.run(make("deploy", f"SERVER={ops.api}", f"CONFIG={cfg}"), env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    with ops.settings(), ops.client() as client:
+        assert client.read_global_concurrency_limit_by_name("invarbench-made-by-make-concurrency").limit == 5
+        assert client.read_deployment_by_name("sweep/nightly-sweep").parameters["config_path"] == str(cfg)
+        before = {w.name for w in client.read_workers_for_work_pool("invarbench")}
+
+    log = tmp_path / "make-worker.log"
+    worker = subprocess.Popen(make("worker", f"SERVER={ops.api}", "WORKER_LIMIT=2"), env=env,
+                              stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            with ops.settings(), ops.client() as client:
+                new = {w.name for w in client.read_workers_for_work_pool("invarbench")} - before
+            if new:
+                break
+            assert worker.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(1)
+    finally:
+        stop(worker)
+    assert "SettingsError" not in log.read_text()
+
+
+@pytest.mark.slow
+def test_two_workers_share_a_dispatched_sweep_on_one_bucket(ops, s3, tmp_path, monkeypatch):
+    """The lake in an S3-compatible bucket: both workers write it, each request answered once."""
+    for key, value in s3.env().items():
+        if key.startswith("AWS_"):
+            monkeypatch.setenv(key, value)
+    state = FakeProvider(delay_s=0.3)
+    with FakeServer(state) as fake:
+        cfg = fake_model_config(tmp_path, fake.api_base, n_max=60, sweep_extra={"batch_size": 3})
+        text = cfg.read_text(encoding="utf-8")
+        extra = "".join(f'{k} = "{v}"\n' for k, v in s3.lake_config("dispatched/lake").items())
+        cfg.write_text(text.replace("[warehouse]\n", "[warehouse]\n" + extra, 1), encoding="utf-8")
+        run = run_and_wait(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
+    children = child_runs(ops, run.id)
+    assert len(children) == 4 and all(c.state.is_completed() for c in children)
+    logs = [p.read_text(errors="replace") for p in ops.workers]
+    assert all(any(str(c.id) in log for c in children) for log in logs), worker_logs(ops)
+
+    lake = s3.lake("dispatched/lake")
+    rows = read(lake, """
+        SELECT r.request_id, count(s.response_id) AS n, count(*) FILTER (WHERE s.status = 'ok') AS ok
+        FROM (SELECT DISTINCT request_id FROM run_requests) r LEFT JOIN responses s USING (request_id)
+        GROUP BY r.request_id""")
+    assert len(rows) == 12 and all(r["n"] == 1 and r["ok"] == 1 for r in rows), rows
+    assert len(state.seen) == 12 and len(set(state.contents())) == 12
+    assert not (tmp_path / "wh" / "lake").exists()  # every worker wrote to the bucket, none locally
+    [row] = read(lake, "SELECT status, flow_run_id FROM runs")
+    assert row == {"status": "completed", "flow_run_id": str(run.id)}
+
+    # The bucket's secret reached neither the Prefect artifacts nor the workers' logs.
+    with ops.settings(), ops.client() as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
+            any_=[run.id] + [c.id for c in children])))
+    assert artifacts and all(s3.secret not in json.dumps(a.data, default=str) for a in artifacts)
+    assert all(s3.secret not in log for log in logs)

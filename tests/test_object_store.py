@@ -1,0 +1,261 @@
+"""A lake on object storage, against a real S3-compatible server on 127.0.0.1 (tests/s3_server.py),
+and a warehouse copied elsewhere.
+
+The code under test gets the credentials the way users give them (``AWS_*`` variables) and the
+endpoint from ``[warehouse] endpoint_url``; every check from the test's side goes through boto3
+or the lake's own views. The fake OpenAI-compatible server (tests/fakes.py) stands in for a paid API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import s3_server
+from conftest import REPO, fake_model_config, run_cli, write_config
+from fakes import FakeProvider, FakeServer
+from tasks.config import ConfigError, load_config
+from tasks.store import SCHEMAS, LakeError, ensure_lake, lake_root, read
+
+pytestmark = pytest.mark.slow  # sweeps through Prefect and a moto server: tens of seconds each
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """The module's S3 server, its credentials exported to this process for in-process reads."""
+    server = s3_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in server.env().items():
+            if key.startswith("AWS_"):
+                mp.setenv(key, value)
+        for key in [k for k in os.environ if k.startswith("AWS_") and k not in server.env()]:
+            mp.delenv(key)
+        try:
+            yield server
+        finally:
+            s3_server.stop(server)
+
+
+def s3_config(tmp_path: Path, s3: s3_server.S3Server, api_base: str, prefix: str, **kwargs) -> Path:
+    """fake_model_config with the lake in the bucket under ``prefix``; the catalog stays local."""
+    cfg = fake_model_config(tmp_path, api_base, **kwargs)
+    text = cfg.read_text(encoding="utf-8")
+    extra = "".join(f'{k} = "{v}"\n' for k, v in s3.lake_config(prefix).items())
+    cfg.write_text(text.replace("[warehouse]\n", "[warehouse]\n" + extra, 1), encoding="utf-8")
+    return cfg
+
+
+def cli(s3: s3_server.S3Server, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return run_cli(*args, env=s3.env(**env))
+
+
+def json_rows(result: subprocess.CompletedProcess) -> list[dict]:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+def every_lake_row(lake: str) -> str:
+    """Every row of every table of the lake, as text (Parquet pages are compressed: scan rows)."""
+    return "\n".join(str(read(lake, f"SELECT * FROM read_parquet('{lake_root(lake)}/{table}/**/*.parquet', "
+                                     "union_by_name = true)")) for table in SCHEMAS)
+
+
+# --- configuration: no server needed --------------------------------------------------------------
+
+def test_endpoint_and_region_ride_on_the_lake_url_and_are_validated(tmp_path):
+    cfg = write_config(tmp_path / "c.toml", {"warehouse": {
+        "lake": "s3://b/p/lake", "endpoint_url": "http://127.0.0.1:9000/", "region": "eu-west-1"}})
+    loaded = load_config(cfg)
+    assert loaded.lake_path == "s3://b/p/lake?endpoint_override=http%3A%2F%2F127.0.0.1%3A9000&region=eu-west-1"
+    assert lake_root(loaded.lake_path) == "s3://b/p/lake"
+    # The stored configuration holds the endpoint, never a credential (there is no key for one).
+    assert loaded.resolved()["warehouse"]["endpoint_url"] == "http://127.0.0.1:9000"
+    for bad, message in [
+        ({"lake": "s3://b/l", "endpoint_url": "127.0.0.1:9000"}, "warehouse.endpoint_url: '127.0.0.1:9000' is not an http"),
+        ({"lake": "s3://b/l", "endpoint_url": "http://key:secret@host:9000"}, "without credentials"),
+        ({"endpoint_url": "http://127.0.0.1:9000"}, "endpoint_url applies to an s3:// lake only"),
+        ({"lake": "s3://b/l", "aws_secret_access_key": "x"}, "warehouse.aws_secret_access_key: unknown key"),
+    ]:
+        write_config(cfg, {"warehouse": bad})
+        with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+            load_config(cfg)
+
+
+# --- the bucket -------------------------------------------------------------------------------------
+
+def test_sweep_cached_sweep_sql_rescore_and_report_on_a_bucket(s3, tmp_path):
+    secret_model_key = "sk-never-stored-" + "Z9" * 12
+    with FakeServer() as fake:
+        cfg = s3_config(tmp_path, s3, fake.api_base, "sweeps/lake", model_extra={"api_key_env": "FAKE_KEY"})
+        lake = s3.lake("sweeps/lake")
+        first = cli(s3, "sweep", "--config", str(cfg), FAKE_KEY=secret_model_key)
+        assert first.returncode == 0, first.stdout + first.stderr
+        n = len(fake.state.seen)
+        assert n == 5
+        second = cli(s3, "sweep", "--config", str(cfg), FAKE_KEY=secret_model_key)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert len(fake.state.seen) == n  # answered from the ledger in the bucket
+        assert "5 from the ledger" in second.stdout
+
+    # Everything went to the bucket; locally there is only the catalog (views) of this machine.
+    assert not (tmp_path / "wh" / "lake").exists() and (tmp_path / "wh" / "invarbench.duckdb").exists()
+    keys = s3.keys("sweeps/lake/")
+    assert any(k.startswith("sweeps/lake/responses/day=") and "1970" not in k for k in keys)
+    assert all(k.endswith(".parquet") for k in keys), [k for k in keys if not k.endswith(".parquet")]
+
+    runs = read(lake, "SELECT status, n_sent, n_cached FROM runs ORDER BY started_at")
+    assert [(r["status"], r["n_sent"], r["n_cached"]) for r in runs] == [("completed", 5, 0), ("completed", 0, 5)]
+    ok = json_rows(cli(s3, "sql", "--format", "json", "--config", str(cfg),
+                       "SELECT count(*) AS n, count(DISTINCT request_id) AS d FROM responses WHERE status = 'ok'"))
+    assert ok == [{"n": 5, "d": 5}]
+    # DuckDB read the bucket through the registered filesystem: no extension loaded, none downloaded.
+    loaded = json_rows(cli(s3, "sql", "--format", "json", "--config", str(cfg),
+                           "SELECT extension_name FROM duckdb_extensions() WHERE loaded"))
+    assert "httpfs" not in {r["extension_name"] for r in loaded}
+
+    rescored = cli(s3, "rescore", "--config", str(cfg))
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    assert read(lake, "SELECT count(*) AS n FROM runs WHERE kind = 'rescore' AND status = 'completed'") == [{"n": 1}]
+    report = cli(s3, "report", "--config", str(cfg), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert (tmp_path / "report" / "report.html").exists()
+    assert read(lake, "SELECT count(*) > 0 AS written FROM raw_stats_bootstrap") == [{"written": True}]
+
+    # Credentials never reach the lake or the output: the bucket's secret, the model's API key.
+    everything = every_lake_row(lake)
+    outputs = "".join(r.stdout + r.stderr for r in (first, second, rescored, report))
+    for secret in (s3.secret, secret_model_key):
+        assert secret not in everything and secret not in outputs
+    assert s3.endpoint in everything  # the endpoint is stored with the run's configuration, as it should
+
+
+def test_sigkill_mid_sweep_then_resume_sends_only_what_was_not_stored(s3, tmp_path):
+    state = FakeProvider(delay_s=0.3)
+    with FakeServer(state) as fake:
+        cfg = s3_config(tmp_path, s3, fake.api_base, "killed/lake", n_max=150, model_extra={"concurrency": 2},
+                        sweep_extra={"batch_size": 4})
+        lake = s3.lake("killed/lake")
+        proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO,
+                                env={k: v for k, v in s3.env().items() if k != "PREFECT_API_URL"},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 240
+        try:
+            while time.monotonic() < deadline:
+                if [k for k in s3.keys("killed/lake/responses/") if "1970" not in k] and len(state.seen) >= 8:
+                    break
+                assert proc.poll() is None, "the sweep ended before it could be killed"
+                time.sleep(0.2)
+            else:
+                pytest.fail("no responses were written in time")
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        assert len(state.seen) < 30, "the kill came after the sweep was done"
+        stored = read(lake, "SELECT count(*) AS n FROM responses WHERE status = 'ok'")[0]["n"]
+        assert stored >= 1
+
+        again = cli(s3, "sweep", "--config", str(cfg))
+        assert again.returncode == 0, again.stdout + again.stderr
+    rows = read(lake, """
+        SELECT r.request_id, count(s.response_id) FILTER (WHERE s.status = 'ok') AS ok
+        FROM (SELECT DISTINCT request_id FROM run_requests) r LEFT JOIN responses s USING (request_id)
+        GROUP BY r.request_id""")
+    assert len(rows) == 30 and all(r["ok"] == 1 for r in rows), [r for r in rows if r["ok"] != 1]
+    last = read(lake, "SELECT n_sent, n_cached FROM runs WHERE status = 'completed'")
+    assert last == [{"n_sent": 30 - stored, "n_cached": stored}]
+
+
+_SLOW_WRITER = """
+import os, sys
+from tasks.store import write_rows
+# About 48 MB of incompressible text: several parts of a multipart upload.
+rows = [{"response_id": f"big-{i}", "status": "ok", "text": os.urandom(24_000).hex()} for i in range(1000)]
+print("writing", flush=True)
+write_rows(sys.argv[1], "responses", rows)
+print("written", flush=True)
+"""
+
+
+def test_a_writer_killed_mid_upload_leaves_nothing_a_reader_sees(s3, tmp_path):
+    lake = s3.lake("upload/lake")
+    ensure_lake(lake)
+    client = s3.client()
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, lake], cwd=REPO, env=s3.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not client.list_multipart_uploads(Bucket=s3_server.BUCKET, Prefix="upload/lake/").get("Uploads"):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no upload started"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    assert b"written" not in out, "the upload finished before the kill"
+    # The upload is still open on the server, and no object exists under its key.
+    [upload] = client.list_multipart_uploads(Bucket=s3_server.BUCKET, Prefix="upload/lake/")["Uploads"]
+    assert upload["Key"] not in s3.keys("upload/lake/")
+    assert [k for k in s3.keys("upload/lake/responses/") if "1970" not in k] == []
+    assert read(lake, "SELECT count(*) AS n FROM responses") == [{"n": 0}]
+
+    # Two writers of one table at the same instant keep both files: keys never collide.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tasks.store import write_rows
+    with ThreadPoolExecutor(8) as pool:
+        paths = list(pool.map(lambda i: write_rows(lake, "responses", [{"response_id": f"r{i}", "status": "ok"}]),
+                              range(16)))
+    assert len(set(paths)) == 16
+    assert read(lake, "SELECT count(DISTINCT response_id) AS n FROM responses") == [{"n": 16}]
+
+
+def test_wrong_credentials_exit_2_and_write_nothing(s3, tmp_path):
+    with FakeServer() as fake:
+        cfg = s3_config(tmp_path, s3, fake.api_base, "denied/lake")
+        wrong = "wrong-secret-" + "K" * 20
+        result = cli(s3, "sweep", "--config", str(cfg), AWS_SECRET_ACCESS_KEY=wrong)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "cannot use the lake s3://invarbench-lake/denied/lake" in result.stderr
+        assert "ACCESS_DENIED" in result.stderr and "AWS_SECRET_ACCESS_KEY" in result.stderr
+        assert wrong not in result.stdout + result.stderr
+        assert fake.state.seen == []
+        sql = cli(s3, "sql", "--config", str(cfg), "SELECT 1", AWS_SECRET_ACCESS_KEY=wrong)
+        assert sql.returncode == 2 and "cannot use the lake" in sql.stderr, sql.stderr
+    assert s3.keys("denied/") == []
+    assert not (tmp_path / "wh").exists()
+    with pytest.raises(LakeError, match="bucket exists"):
+        ensure_lake(s3.lake("denied/lake").replace(s3_server.BUCKET, "no-such-bucket"))
+
+
+# --- a relocatable warehouse ----------------------------------------------------------------------
+
+def test_a_copied_warehouse_reads_and_writes_its_own_lake(tmp_path):
+    with FakeServer() as fake:
+        cfg = fake_model_config(tmp_path, fake.api_base)
+        assert run_cli("sweep", "--config", str(cfg)).returncode == 0
+    copy_dir = tmp_path / "a copy with spaces" / "wh"
+    shutil.copytree(tmp_path / "wh", copy_dir)
+    copy_cfg = tmp_path / "copy.toml"
+    copy_cfg.write_text(cfg.read_text(encoding="utf-8").replace(
+        f'path = "{tmp_path / "wh"}"', f'path = "{copy_dir}"'), encoding="utf-8")
+    assert load_config(copy_cfg).warehouse_path == copy_dir
+    # The copy answers on its own: the original is gone.
+    shutil.rmtree(tmp_path / "wh")
+    counted = run_cli("sql", "--format", "json", "--config", str(copy_cfg), "SELECT count(*) AS n FROM responses")
+    assert json_rows(counted) == [{"n": 5}]
+    stamp = run_cli("sql", "--format", "json", "--config", str(copy_cfg), "SELECT lake FROM invarbench_catalog")
+    assert json_rows(stamp) == [{"lake": str(copy_dir / "lake")}]
+
+    report = run_cli("report", "--config", str(copy_cfg))
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert Path(report.stdout.strip()).is_relative_to(copy_dir / "reports")
+    assert list((copy_dir / "lake" / "stats_bootstrap").rglob("part-2*.parquet"))
+    assert not (tmp_path / "wh").exists()  # nothing went back to the original location
