@@ -5,8 +5,9 @@
 
 The prompts are the ``messages`` of items written by ``invarbench generate`` (the same prompts the
 sweep sends, cycled when ``--n`` exceeds them); the sampling parameters are the pipeline's defaults.
-One untimed call first, so litellm's lazy set-up is not counted (the sweep's figure reports its
-start-up apart too). Prints one JSON line: requests, seconds, requests/s, milliseconds per call.
+With ``--zero``, one untimed call first, so litellm's lazy set-up is not counted; against a server
+there is none, so that the server's own window (first arrival to last answer, ``GET /stats`` of
+bench/loopback.py) measures the loop exactly as it measures a sweep's call stage. Prints one JSON line: requests, seconds, requests/s, milliseconds per call.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-async def loop(prompts: list[list[dict]], n: int, concurrency: int, kwargs: dict) -> float:
+async def loop(prompts: list[list[dict]], n: int, concurrency: int, kwargs: dict, warm_up: bool) -> float:
     """Send ``n`` requests, at most ``concurrency`` at once; returns the seconds it took."""
     import litellm
 
@@ -33,7 +34,8 @@ async def loop(prompts: list[list[dict]], n: int, concurrency: int, kwargs: dict
             if result.choices[0].message.content is None:
                 raise RuntimeError("empty answer")
 
-    await one(0)
+    if warm_up:
+        await one(0)
     started = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(n)))
     return time.perf_counter() - started
@@ -64,7 +66,7 @@ def main() -> None:
         kwargs["model"] = MODEL
     else:
         kwargs.update(model="openai/bench", api_base=args.api_base, api_key="no-key")
-    seconds = asyncio.run(loop(prompts, args.n, args.concurrency, kwargs))
+    seconds = asyncio.run(loop(prompts, args.n, args.concurrency, kwargs, warm_up=args.zero))
     print(json.dumps({"requests": args.n, "seconds": seconds, "rps": args.n / seconds,
                       "ms_per_call": 1000 * seconds / args.n}))
 

@@ -53,7 +53,7 @@ FROM range(?, ?) t(i)
 """
 
 ITEM_COLUMNS = """
-SELECT i, suite,
+SELECT i, g, suite,
     substr(sha256('item-' || i), 1, 16) AS item_id,
     'ds-bench-' || suite AS dataset_id,
     CASE suite WHEN 'symmetry' THEN 'identity'
@@ -94,7 +94,7 @@ def prompt_sql() -> str:
             " || 'Give only the final line: Answer: <number>.'"
             " WHEN 'geometry' THEN 'In triangle ABC, AB = ' || (3 + i % 9) || ', BC = ' || (4 + i % 7) || "
             "' and the angle ABC is 90 degrees. Find the ' || task || ' asked. End with: Answer: <exact value>.'"
-            " ELSE 'Input: ' || repeat('w' || (i % 97) || ' ', key_entities) || '\\nOutput:' END")
+            " ELSE 'Input: ' || repeat('w' || (i % 97) || ' ', key_entities) || chr(10) || 'Output:' END")
 
 
 def item_select() -> dict[str, str]:
@@ -130,7 +130,9 @@ def trial_base(model: int) -> str:
              WHEN u < 0.04 + greatest(0.05, 0.9 - 0.12 * {model} - 0.01 * bin_lo) THEN 'correct'
              ELSE 'wrong' END AS outcome,
         CASE answer_type WHEN 'integer' THEN (gold::BIGINT + 1 + (hash(i, {model}) % 3)::BIGINT)::VARCHAR
-             WHEN 'math' THEN {json.dumps(GEOMETRY_GOLDS).replace('"', "'")}[1 + (hash(i, {model}) % {len(GEOMETRY_GOLDS)})::BIGINT]
+             -- the next gold of the list after a drawn step, never the item's own gold
+             WHEN 'math' THEN {json.dumps(GEOMETRY_GOLDS).replace('"', "'")}[
+                 1 + (g % {len(GEOMETRY_GOLDS)} + 1 + (hash(i, {model}) % {len(GEOMETRY_GOLDS) - 1})::BIGINT) % {len(GEOMETRY_GOLDS)}]
              ELSE gold || ' w' || (hash(i) % 5)::BIGINT END AS wrong_value
     FROM t
     """
@@ -147,8 +149,9 @@ def trial_selects(model: int) -> dict[str, dict[str, str]]:
     name = f"'bench/m{model}'"
     predicted = "CASE outcome WHEN 'correct' THEN gold WHEN 'wrong' THEN wrong_value END"
     answer_line = "CASE answer_type WHEN 'text' THEN 'Output: ' ELSE 'Answer: ' END"
-    text = (f"CASE outcome WHEN 'error' THEN NULL WHEN 'unparsable' THEN 'I cannot tell from this.' "
-            f"ELSE 'Let me work through it step by step.\\n' || {answer_line} || {predicted} END")
+    # Two lines of reasoning without an answer line: unparsable for every answer type.
+    text = (f"CASE outcome WHEN 'error' THEN NULL WHEN 'unparsable' THEN 'Let me see.' || chr(10) || 'Hard to say.' "
+            f"ELSE 'Let me work through it step by step.' || chr(10) || {answer_line} || {predicted} END")
     old_parser = "answer_type || '/0'"
     return {
         "requests": {
