@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -50,7 +51,9 @@ class Figure:
     bound: tuple[str, float] | None = None
     note: str = ""
     command: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    # CPU seconds (user + system) of each run's process tree: steadier than wall time on a
+    # shared machine, and the wall-to-CPU gap shows waiting (start-up sleeps, model latency).
+    cpu: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -72,6 +75,7 @@ class Run:
     returncode: int
     stdout: str
     stderr: str
+    cpu_s: float  # user + system seconds of the child and the descendants it waited for
     max_rss_mb: float  # largest single process (the child or a descendant it waited for)
     tree_rss_mb: float  # largest sum over the process tree, polled every 0.2 s
 
@@ -143,8 +147,10 @@ def run(cmd: Sequence[str], workdir: Path, *, timeout: float = 7200, extra_env: 
     err_path = workdir / "last-stderr.txt"
     with open(out_path, "w") as out, open(err_path, "w") as err:
         started = time.perf_counter()
+        # A session of its own, so an interrupted benchmark stops the child's whole tree (the
+        # ephemeral Prefect server of a sweep included) and nothing else.
         proc = subprocess.Popen(list(cmd), cwd=cwd or ROOT, env=env(workdir, **(extra_env or {})),
-                                stdout=out, stderr=err)
+                                stdout=out, stderr=err, start_new_session=True)
         peak_tree = 0.0
         stop = threading.Event()
 
@@ -157,17 +163,22 @@ def run(cmd: Sequence[str], workdir: Path, *, timeout: float = 7200, extra_env: 
 
         poller = threading.Thread(target=poll, daemon=True)
         poller.start()
-        killer = threading.Timer(timeout, proc.kill)
+        killer = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL))
         killer.start()
-        # wait4 gives this child's own rusage (ru_maxrss in KiB on Linux), which Popen.wait drops.
-        _, status, usage = os.wait4(proc.pid, 0)
-        killer.cancel()
+        try:
+            # wait4 gives this child's own rusage (ru_maxrss in KiB on Linux), which Popen.wait drops.
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGTERM)
+            raise
+        finally:
+            killer.cancel()
         seconds = time.perf_counter() - started
         stop.set()
         poller.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
     return Run(seconds=seconds, returncode=proc.returncode, stdout=out_path.read_text(errors="replace"),
-               stderr=err_path.read_text(errors="replace"), max_rss_mb=usage.ru_maxrss / 1024,
+               stderr=err_path.read_text(errors="replace"), cpu_s=usage.ru_utime + usage.ru_stime, max_rss_mb=usage.ru_maxrss / 1024,
                tree_rss_mb=max(peak_tree, usage.ru_maxrss / 1024))
 
 

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import (BENCH, ROOT, Figure, Scale, bench_script, cli, env, last_json, run, sweep_config,
-                          write_config)
+from bench.common import ROOT, Figure, Scale, bench_script, cli, last_json, run, sweep_config, write_config
 from bench.views import METRIC_VIEWS
 
 SERVER_LATENCY_S = 0.05
@@ -103,7 +102,7 @@ def fig1_call_throughput(ctx: Context) -> list[Figure]:
     # At least 10 waves of the concurrency, or the window measures one round trip.
     n = ctx.scale.n(5000, minimum=10 * CONCURRENCY)
     base = ctx.dir("fig1", fresh=True)
-    bare, call_rps, startup, wall, tail = [], [], [], [], []
+    bare, call_rps, startup, wall, tail, cpu = [], [], [], [], [], []
     with Loopback(SERVER_LATENCY_S) as server:
         model = {"model": "openai/bench", "api_base": server.api_base, "concurrency": CONCURRENCY,
                  "timeout_s": 120.0, "retries": 0}
@@ -126,6 +125,7 @@ def fig1_call_throughput(ctx: Context) -> list[Figure]:
             startup.append(s["first_arrival"] - launched)
             tail.append(ended - s["last_done"])
             wall.append(r.seconds)
+            cpu.append(r.cpu_s)
             ctx.log(f"  fig1 rep {rep}: bare {bare[-1]:.0f} req/s, sweep calls {call_rps[-1]:.0f} req/s, "
                     f"start-up {startup[-1]:.1f} s, wall {r.seconds:.1f} s")
     items = _items_of(r.stdout, n)
@@ -139,7 +139,7 @@ def fig1_call_throughput(ctx: Context) -> list[Figure]:
         Figure(1, "sweep start-up (launch to first request: imports, Prefect, generate, validate, store items)",
                "s", startup),
         Figure(1, "sweep after the last answer (parse/score of the last batch, catalog, exit)", "s", tail),
-        Figure(1, "whole sweep, wall", "s", wall, command=cmd),
+        Figure(1, "whole sweep, wall", "s", wall, command=cmd, cpu=cpu),
     ]
 
 
@@ -152,21 +152,26 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
     base = ctx.dir("fig2", fresh=True)
     model = {"model": "benchzero/echo", "concurrency": CONCURRENCY, "retries": 0}
     walls: dict[int, list[float]] = {n: [] for n in sizes}
+    cpus: dict[int, list[float]] = {n: [] for n in sizes}
     items: dict[int, int] = {}
     cached: list[float] = []
+    cached_cpu: list[float] = []
     for rep in range(ctx.repeats):
         for n in sizes:
             config = sweep_config(base / f"bench-{n}-{rep}.toml", base / f"wh-{n}-{rep}", n, model)
             r = run(bench_script("zero_provider.py", "sweep", "--config", str(config)), ctx.workdir).check("sweep")
             walls[n].append(r.seconds)
+            cpus[n].append(r.cpu_s)
             items[n] = _items_of(r.stdout, n)
             ctx.memory.setdefault(f"sweep of {items[n]} items (zero latency)", []).append(r.tree_rss_mb)
             ctx.log(f"  fig2 rep {rep}: {items[n]} items in {r.seconds:.1f} s, peak {r.tree_rss_mb:.0f} MB")
         r = run(bench_script("zero_provider.py", "sweep", "--config", str(config)), ctx.workdir).check("cached sweep")
         cached.append(r.seconds)
+        cached_cpu.append(r.cpu_s)
         ctx.memory.setdefault(f"sweep of {items[sizes[-1]]} items, all from the ledger", []).append(r.tree_rss_mb)
         ctx.log(f"  fig3 rep {rep}: cached sweep {r.seconds:.1f} s")
-        shutil.rmtree(base / f"wh-{sizes[0]}-{rep}", ignore_errors=True)
+        for n in sizes:
+            shutil.rmtree(base / f"wh-{n}-{rep}", ignore_errors=True)
     small, large = sizes
     n_small, n_large = items[small], items[large]
     per_item_ms = [1000 * (b - a) / (n_large - n_small) for a, b in zip(walls[small], walls[large])]
@@ -184,15 +189,16 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
     after_startup = [c - f for c, f in zip(cached, fixed)]
     cmd = "bench/zero_provider.py sweep --config … (invarbench sweep with an in-process zero-latency model)"
     return [
-        Figure(2, f"sweep of {n_small} items, wall", "s", walls[small], command=cmd),
-        Figure(2, f"sweep of {n_large} items, wall", "s", walls[large], command=cmd),
+        Figure(2, f"sweep of {n_small} items, wall", "s", walls[small], command=cmd, cpu=cpus[small]),
+        Figure(2, f"sweep of {n_large} items, wall", "s", walls[large], command=cmd, cpu=cpus[large]),
         Figure(2, f"marginal cost per item ({n_small} → {n_large} items)", "ms/item", per_item_ms),
         Figure(2, "fixed cost of a sweep (intercept: process, imports, Prefect, catalog)", "s", fixed),
         Figure(2, f"litellm's own cost per call (bare loop, {n_bare} calls, zero latency)", "ms/call", litellm_ms,
                command="bench/bare_loop.py --zero"),
         Figure(2, "pipeline's share per item (marginal cost − litellm's)", "ms/item", pipeline_ms,
                target="< 0.5", bound=("<", 0.5)),
-        Figure(3, f"sweep of {n_large} items again, every answer from the ledger, wall", "s", cached, command=cmd),
+        Figure(3, f"sweep of {n_large} items again, every answer from the ledger, wall", "s", cached, command=cmd,
+               cpu=cached_cpu),
         Figure(3, "the same, after start-up (wall − fixed cost of figure 2)", "s", after_startup,
                target="< 15" if ctx.scale.factor == 1 else "< 15 (full scale)",
                bound=("<", 15.0)),
@@ -221,16 +227,17 @@ def fig4_rescore(ctx: Context) -> list[Figure]:
     rows = ctx.scale.n(1_000_000, minimum=1000)
     src = warehouse(ctx, rows)
     base = ctx.dir("fig4", fresh=True)
-    walls = []
+    walls, cpu = [], []
     for rep in range(ctx.repeats):
         config = _hardlink_copy(src, base / f"wh-{rep}")
         r = run(cli("rescore", "--config", str(config)), ctx.workdir).check("rescore")
         walls.append(r.seconds)
+        cpu.append(r.cpu_s)
         ctx.memory.setdefault(f"rescore of {rows} responses", []).append(r.tree_rss_mb)
         ctx.log(f"  fig4 rep {rep}: rescore {r.seconds:.1f} s ({r.stdout.strip().splitlines()[-1][:100]})")
         shutil.rmtree(base / f"wh-{rep}")
     return [Figure(4, f"rescore of {rows} stored responses (parser and scorer versions changed)", "s", walls,
-                   target="< 30", bound=("<", 30.0), command="invarbench rescore --config …")]
+                   target="< 30", bound=("<", 30.0), command="invarbench rescore --config …", cpu=cpu)]
 
 
 def fig5_views(ctx: Context) -> list[Figure]:
@@ -297,12 +304,13 @@ def fig6_report(ctx: Context) -> list[Figure]:
     rows = ctx.scale.n(1_000_000, minimum=1000)
     src = warehouse(ctx, rows)
     base = ctx.dir("fig6", fresh=True)
-    big, smoke = [], []
+    big, smoke, big_cpu, smoke_cpu = [], [], [], []
     for rep in range(ctx.repeats):
         # Statistics are written back into the lake: each run gets a fresh copy.
         config = _hardlink_copy(src, base / f"wh-{rep}")
         r = run(cli("report", "--config", str(config), "--out", str(base / f"report-{rep}")), ctx.workdir).check("report")
         big.append(r.seconds)
+        big_cpu.append(r.cpu_s)
         ctx.memory.setdefault(f"report on {rows} rows", []).append(r.tree_rss_mb)
         ctx.log(f"  fig6 rep {rep}: report on {rows} rows {r.seconds:.1f} s")
         shutil.rmtree(base / f"wh-{rep}")
@@ -312,11 +320,14 @@ def fig6_report(ctx: Context) -> list[Figure]:
         r = run(cli("report", "--config", str(config), "--out", str(base / f"smoke-report-{rep}")),
                 ctx.workdir).check("report")
         smoke.append(r.seconds)
+        smoke_cpu.append(r.cpu_s)
         shutil.rmtree(base / f"smoke-{rep}")
     cmd = "invarbench report --config … --out …"
     return [
-        Figure(6, f"report on {rows} scored responses", "s", big, target="< 10", bound=("<", 10.0), command=cmd),
-        Figure(6, "report on the smoke warehouse", "s", smoke, target="< 3", bound=("<", 3.0), command=cmd),
+        Figure(6, f"report on {rows} scored responses", "s", big, target="< 10", bound=("<", 10.0), command=cmd,
+               cpu=big_cpu),
+        Figure(6, "report on the smoke warehouse", "s", smoke, target="< 3", bound=("<", 3.0), command=cmd,
+               cpu=smoke_cpu),
     ]
 
 
@@ -332,8 +343,9 @@ def fig7_cli_start(ctx: Context) -> list[Figure]:
     }
     figures = []
     for name, cmd in commands.items():
-        walls = [run(cmd, ctx.workdir).check(name).seconds for _ in range(max(ctx.repeats, 3))]
-        figures.append(Figure(7, name, "s", walls, target="< 1.5", bound=("<", 1.5), command=" ".join(cmd[1:])))
+        runs = [run(cmd, ctx.workdir).check(name) for _ in range(max(ctx.repeats, 3))]
+        figures.append(Figure(7, name, "s", [r.seconds for r in runs], target="< 1.5", bound=("<", 1.5),
+                              command=" ".join(cmd[1:]), cpu=[r.cpu_s for r in runs]))
     floor = [run([sys.executable, "-c", "pass"], ctx.workdir).seconds for _ in range(3)]
     figures.append(Figure(7, "python -c pass (the interpreter's own start, for scale)", "s", floor))
     return figures

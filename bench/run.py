@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -74,7 +75,9 @@ def render(figures: list[Figure], failures: dict[int, str], hot: list[dict], hea
     lines = ["# Benchmark results", ""]
     lines += [f"- **{k}**: {v}" for k, v in header.items()]
     lines += ["", "Each value is the median of the runs listed (seconds unless stated); *met* compares the "
-              "median with the target. What bounds each figure, from profiles: bench/PROFILE.md.", ""]
+              "median with the target; *CPU s* is the user + system time of the measured process tree, "
+              "steadier than wall time on a shared machine. What bounds each figure, from profiles: "
+              "bench/PROFILE.md.", ""]
     numbers = sorted({f.number for f in figures} | set(failures))
     for number in numbers:
         lines += [f"## {number}. {TITLES.get(number, '')}", ""]
@@ -82,11 +85,13 @@ def render(figures: list[Figure], failures: dict[int, str], hot: list[dict], hea
             lines += ["Not measured: the run failed.", "", "```", failures[number].strip()[-3000:], "```", ""]
         rows = [f for f in figures if f.number == number]
         if rows:
-            lines += ["| measure | median | unit | runs | target | met |", "|---|---:|---|---|---|---|"]
+            lines += ["| measure | median | unit | runs | target | met | CPU s (median) |",
+                      "|---|---:|---|---|---|---|---:|"]
             for f in rows:
                 met = {True: "met", False: "**not met**", None: ""}[f.met]
                 runs = ", ".join(fmt(v) for v in f.values)
-                lines.append(f"| {f.name} | {fmt(f.median)} | {f.unit} | {runs} | {f.target} | {met} |")
+                cpu = fmt(statistics.median(f.cpu)) if f.cpu else ""
+                lines.append(f"| {f.name} | {fmt(f.median)} | {f.unit} | {runs} | {f.target} | {met} | {cpu} |")
             commands = sorted({f.command for f in rows if f.command})
             notes = [f"{f.name}: {f.note}" for f in rows if f.note]
             lines.append("")

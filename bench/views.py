@@ -39,7 +39,7 @@ def time_views(catalog: str, repeats: int) -> dict:
             started = time.perf_counter()
             con = duckdb.connect(catalog, read_only=True)
             sql = f"SELECT count(*) FROM {view}" if view in COUNTED else f"SELECT * FROM {view}"
-            con.execute(sql).fetch_arrow_table()
+            con.execute(sql).fetchall()
             con.close()
             out[view].append(time.perf_counter() - started)
     return {"views": out, "missing": [v for v in METRIC_VIEWS if v not in present]}
