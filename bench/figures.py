@@ -175,6 +175,7 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
     small, large = sizes
     n_small, n_large = items[small], items[large]
     per_item_ms = [1000 * (b - a) / (n_large - n_small) for a, b in zip(walls[small], walls[large])]
+    per_item_cpu_ms = [1000 * (b - a) / (n_large - n_small) for a, b in zip(cpus[small], cpus[large])]
     fixed = [a - n_small * p / 1000 for a, p in zip(walls[small], per_item_ms)]
     ctx.fixed_s = fixed
     prompts = _generate_prompts(ctx, config, base / "prompts.jsonl")
@@ -192,6 +193,7 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
         Figure(2, f"sweep of {n_small} items, wall", "s", walls[small], command=cmd, cpu=cpus[small]),
         Figure(2, f"sweep of {n_large} items, wall", "s", walls[large], command=cmd, cpu=cpus[large]),
         Figure(2, f"marginal cost per item ({n_small} → {n_large} items)", "ms/item", per_item_ms),
+        Figure(2, "marginal CPU per item (user + system, the same runs)", "ms/item", per_item_cpu_ms),
         Figure(2, "fixed cost of a sweep (intercept: process, imports, Prefect, catalog)", "s", fixed),
         Figure(2, f"litellm's own cost per call (bare loop, {n_bare} calls, zero latency)", "ms/call", litellm_ms,
                command="bench/bare_loop.py --zero"),
