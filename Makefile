@@ -53,8 +53,11 @@ test: install
 		|| echo "chromium could not be installed: the browser test will be skipped"
 	$(PY) -m pytest -q -ra
 
+# Every figure of bench/README.md into bench/results.md (about 2-3 hours on 2 cores);
+# BENCH_SCALE=small runs them all at 1/100 in a few minutes (bench/results-small.md).
+BENCH_SCALE ?= full
 bench: install
-	$(PY) bench/run.py
+	$(PY) bench/run.py --scale $(BENCH_SCALE)
 	$(PY) bench/embedded.py
 
 report: install

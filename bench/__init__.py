@@ -1,0 +1,1 @@
+"""The benchmark harness (`make bench`); see bench/README.md."""
