@@ -56,9 +56,13 @@ class SurfaceFeatures:
 def _encoding():
     # litellm ships the cl100k_base BPE file and tiktoken reads TIKTOKEN_CACHE_DIR first, so
     # pointing it there keeps token counting offline (tiktoken would otherwise download it).
-    import litellm
+    # find_spec locates the file without importing litellm (seconds of start-up for `generate`).
+    import importlib.util
 
-    bundled = os.path.join(os.path.dirname(litellm.__file__), "litellm_core_utils", "tokenizers")
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("litellm is not installed: its bundled tokenizer file is needed offline")
+    bundled = os.path.join(list(spec.submodule_search_locations)[0], "litellm_core_utils", "tokenizers")
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", bundled)
     import tiktoken
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -414,9 +415,27 @@ def query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
+# One in-memory DuckDB per local lake and process, its views created once: creating every view
+# binds it against the lake's files (a quarter of a second), which the pipeline's many small reads
+# would otherwise pay each time. Views re-bind on every query, so files written since are seen.
+# Object-store lakes keep a connection per read: their filesystem caches its listing per connection.
+_READERS: dict[str, duckdb.DuckDBPyConnection] = {}
+_READERS_LOCK = threading.Lock()
+
+
+def _reader(lake: str) -> duckdb.DuckDBPyConnection:
+    with _READERS_LOCK:
+        con = _READERS.get(lake)
+        if con is None or not os.path.isdir(lake_root(lake)):
+            # (re)made when first used, or when the lake folder was removed since
+            _ENSURED.discard(lake)
+            con = _READERS[lake] = connect(lake)
+        return con
+
+
 def read(lake: str, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    """One query over the lake's views, on a connection of its own that is closed afterwards."""
-    con = connect(lake)
+    """One query over the lake's views; closes whatever connection it opened."""
+    con = connect(lake) if is_url(lake) else _reader(lake).cursor()
     try:
         return query(con, sql, params)
     finally:

@@ -10,6 +10,7 @@ with the parse (equal answers, equal keys), which Consistency@k compares. Parses
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
@@ -38,8 +39,10 @@ class Parsed:
         return cls("unparsable", None, extracted)
 
 
+@functools.cache
 def parser_for(answer_type: str) -> ModuleType:
     """The parser module of ``answer_type``; an unknown type is an error naming it."""
+    # Cached: it runs once per parsed row, and import_module's lookup showed in rescore profiles.
     if answer_type not in ANSWER_TYPES:
         raise KeyError(f"unknown answer_type {answer_type!r}; known: {', '.join(sorted(ANSWER_TYPES))}")
     return importlib.import_module(ANSWER_TYPES[answer_type])

@@ -156,6 +156,10 @@ class _Value:
     sig_digits: int = 0
 
 
+# Pure functions of their strings, cached: sympy costs milliseconds per answer and real answers
+# repeat heavily (golds, common wrong answers), so re-scoring a million responses parses each
+# distinct string once.
+@lru_cache(maxsize=65536)
 def parse(text: str) -> Parsed:
     """Extract the answer of a response and return its canonical value (see the module docstring)."""
     span, in_prose = _answer_span(text[-MAX_TEXT_CHARS:])
@@ -166,6 +170,7 @@ def parse(text: str) -> Parsed:
     return Parsed.ok(value, run if in_prose else span.strip())
 
 
+@lru_cache(maxsize=65536)
 def matches(value: str, gold: str) -> bool:
     """Whether a canonical parsed ``value`` matches the ``gold``: rule 1, or rule 2 for a decimal gold."""
     v, g = _read_canonical(value), _read_canonical(gold)
@@ -178,6 +183,7 @@ def matches(value: str, gold: str) -> bool:
     return _exact_equal(v.expr, g.expr)
 
 
+@lru_cache(maxsize=65536)
 def answer_key(value: str | None) -> str | None:
     """The key of a canonical value (see the module docstring): equal values, equal keys."""
     read = _read_canonical(value) if value is not None else None
@@ -303,6 +309,7 @@ def _trim(run: str) -> str:
     return run if re.search(r"[0-9π]", run) else ""
 
 
+@lru_cache(maxsize=65536)
 def _canonical_run(run: str) -> str | None:
     """The canonical value of one run, or None when it is not a finite real number."""
     expr_text = re.sub(r"√\s*(\d+(?:\.\d+)?|π)", r"sqrt(\1)", run)
