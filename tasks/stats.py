@@ -1,16 +1,16 @@
-"""Statistics over stored scores (SPEC §5), written back to the lake as ``stats_*`` tables.
+"""Statistics SQL cannot compute, over stored scores, written back to the lake as ``computed_*`` tables.
 
 :func:`compute_stats` reads the scores of one run (or of every run) through the SQL views and
 appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id) to:
 
-- ``stats_bootstrap`` — family-clustered percentile bootstrap intervals (view
-  ``bootstrap_intervals``), one row per estimate, ``metric`` being
+- ``computed_bootstrap`` — family-clustered percentile bootstrap intervals (view
+  ``computed_bootstrap``), one row per estimate, ``metric`` being
   ``accuracy`` per (model, suite, task, variant, prompt style, bin), the grain of
   ``accuracy_by_bin``; ``gap`` = accuracy(variant) − accuracy(variant_b) per (model, suite, task,
   prompt style) over all bins; ``invariance`` and ``consistency`` (Invariance@k, Consistency@k)
   per group of the ``invariance`` view, and pooled per suite (task and category ``(all)``).
-- ``stats_regression`` — logistic regressions ``correct ~ C(variant) + n_tokens +
-  symbol_density + n_numbers + C(task)`` per suite (view ``logistic_regression``); ``fit`` says
+- ``computed_regression`` — logistic regressions ``correct ~ C(variant) + n_tokens +
+  symbol_density + n_numbers + C(task)`` per suite (view ``computed_regression``); ``fit`` says
   which: ``per_model`` (one model, the suite's tasks pooled with task fixed effects),
   ``pooled`` (every model, with model and task fixed effects), ``per_task`` (one model, one
   task, no task term; only for suites with several tasks).
@@ -26,7 +26,7 @@ Choices (documented here because the papers leave them open):
   and counted (``n_valid_resamples``). Each estimate gets its own random stream derived from
   ``seed`` and the estimate's key, so its interval does not depend on what else was computed.
 - Consistency is the SQL ``consistent`` flag of ``family_units_over`` (canonical answers stored
-  with the parses, see ``sql/31_family.sql``); the bootstrap only resamples it.
+  with the parses, see ``sql/intermediate/family_units.sql``); the bootstrap only resamples it.
 - Regression: ``correct`` is 1 for correct and 0 for wrong or unparsable; errors are left out.
   The reference variant is the first by the SQL ``variant_order()`` (``euclid`` when present),
   else by name; the reference model and the reference task are the first by name. A fit that
@@ -380,8 +380,8 @@ def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, s
         + invariance_intervals(units, resamples, seed, level)
     ]
     regression = [{**computation, **row} for row in regressions(trials, variant_order, level)]
-    write_rows(lake, "stats_bootstrap", bootstrap)
-    write_rows(lake, "stats_regression", regression)
+    write_rows(lake, "computed_bootstrap", bootstrap)
+    write_rows(lake, "computed_regression", regression)
     return {
         **computation, "bootstrap_rows": len(bootstrap), "regression_rows": len(regression),
         "skipped_regressions": [
