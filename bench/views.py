@@ -18,8 +18,8 @@ import time
 METRIC_VIEWS = [
     "trial_scores", "accuracy_by_bin", "accuracy_by_n", "lenient_accuracy_by_bin", "breaking_point",
     "invariance", "invariance_by_suite", "flip_patterns", "flip_patterns_by_suite", "paired_tests",
-    "mcnemar_pairs", "model_pairs", "surface_regression_linear", "bootstrap_intervals",
-    "logistic_regression", "attractors", "attractor_counts", "associativity_calls", "score_changes",
+    "mcnemar_pairs", "model_pairs", "surface_regression_linear", "computed_bootstrap",
+    "computed_regression", "attractors", "attractor_counts", "associativity_calls", "score_changes",
 ]
 # Row-level views: counted, not fetched (fetching 10,000,000 rows measures the client, not the view).
 COUNTED = {"trial_scores"}

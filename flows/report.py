@@ -299,22 +299,13 @@ def _df(con, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
 
 def load(con, threshold: float) -> dict[str, pd.DataFrame]:
     """Every frame the report draws from, read from the metric views."""
-    counts = """count(*) FILTER (WHERE status <> 'error') AS n_scored,
-                count(*) FILTER (WHERE status = 'correct') AS n_correct,
-                count(*) FILTER (WHERE status = 'wrong') AS n_wrong,
-                count(*) FILTER (WHERE status = 'unparsable') AS n_unparsable,
-                count(*) FILTER (WHERE status = 'error') AS n_error"""
     frames = {
-        "by_bin": _df(con, f"""
-            SELECT *, CASE WHEN n_scored > 0 THEN n_correct / n_scored END AS accuracy,
-                   wilson_lo(n_correct, n_scored) AS wilson_lo, wilson_hi(n_correct, n_scored) AS wilson_hi
-            FROM (SELECT model, suite, task, bin, min(bin_lo) AS bin_lo, {counts}
-                  FROM trial_scores GROUP BY model, suite, task, bin)"""),
+        "by_bin": _df(con, "SELECT * FROM accuracy_by_task_bin"),
         "by_n": _df(con, "SELECT * FROM accuracy_by_n"),
-        "outcomes": _df(con, f"SELECT model, suite, task, {counts} FROM trial_scores GROUP BY ALL ORDER BY ALL"),
+        "outcomes": _df(con, "SELECT * FROM outcomes_by_task ORDER BY ALL"),
         "flips": _df(con, "SELECT * FROM flip_patterns"),
         "invariance": _df(con, "SELECT * FROM invariance"),
-        "intervals": _df(con, "SELECT * FROM bootstrap_intervals WHERE scope = 'all'"),
+        "intervals": _df(con, "SELECT * FROM computed_bootstrap WHERE scope = 'all'"),
         "attractor_counts": _df(con, "SELECT * FROM attractor_counts"),
         "attractors": _df(con, """SELECT model, suite, task, category, prompt_style, gold, n_scored, n_correct,
                                          n_wrong, n_unparsable, n_error, accuracy, top_wrong, top_wrong_share,
@@ -324,7 +315,7 @@ def load(con, threshold: float) -> dict[str, pd.DataFrame]:
         "mcnemar": _df(con, "SELECT * FROM mcnemar_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
         "model_pairs": _df(con, "SELECT * FROM model_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
         "associativity": _df(con, "SELECT * FROM associativity_calls"),
-        "regression": _df(con, "SELECT * FROM logistic_regression WHERE scope = 'all'"),
+        "regression": _df(con, "SELECT * FROM computed_regression WHERE scope = 'all'"),
         "lenient": _df(con, "SELECT * FROM lenient_accuracy_by_bin"),
         "cost": _df(con, """SELECT run_id, model, n_responses, n_ok, n_error, prompt_tokens, completion_tokens,
                                    cost_usd, n_unpriced FROM cost_by_run ORDER BY last_at DESC, model"""),

@@ -114,19 +114,15 @@ def report_stage(cfg: Config, run_id: str) -> Path:
 
 
 def headline(lake: str, run_id: str) -> list[dict[str, Any]]:
-    """Per model, suite, task and bin: accuracy of this run's trials (all variants together)."""
+    """Per model, suite, task and bin: accuracy of this run's trials (all variants together),
+    read from the ``run_accuracy_by_bin`` mart (rounded for the summary)."""
     return read(
         lake,
         """
-        SELECT ts.model, ts.suite, ts.task, ts.bin, min(ts.bin_lo) AS bin_lo,
-               count(*) FILTER (WHERE ts.status <> 'error') AS n_scored,
-               count(*) FILTER (WHERE ts.status = 'correct') AS n_correct,
-               count(*) FILTER (WHERE ts.status = 'unparsable') AS n_unparsable,
-               count(*) FILTER (WHERE ts.status = 'error') AS n_error,
-               round(count(*) FILTER (WHERE ts.status = 'correct')
-                     / nullif(count(*) FILTER (WHERE ts.status <> 'error'), 0), 3) AS accuracy
-        FROM trial_scores ts JOIN (SELECT DISTINCT trial_id FROM run_trials WHERE run_id = ?) r USING (trial_id)
-        GROUP BY ALL ORDER BY ts.model, ts.suite, ts.task, bin_lo
+        SELECT model, suite, task, bin, bin_lo, n_scored, n_correct, n_unparsable, n_error,
+               round(accuracy, 3) AS accuracy
+        FROM run_accuracy_by_bin WHERE run_id = ?
+        ORDER BY model, suite, task, bin_lo
         """,
         [run_id],
     )

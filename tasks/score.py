@@ -115,8 +115,8 @@ def score_stage(lake: str, selection: Selection, run_id: str) -> StageStats:
                 SELECT rr.trial_id, rr.item_id, rr.model, rr.sample_idx, rr.step_index, rr.request_id
                 FROM run_requests rr JOIN items i ON i.item_id = rr.item_id
                 WHERE {where}
-                -- the latest request per trial and step (a chain re-run may rebuild later steps)
-                QUALIFY row_number() OVER (PARTITION BY rr.trial_id, rr.step_index ORDER BY rr.created_at DESC) = 1
+                -- the latest request per trial and step among those selected (sql/macros/requests.sql)
+                QUALIFY request_recency(rr.trial_id, rr.step_index, rr.created_at) = 1
             )
             SELECT req.*, i.gold, i.answer_type, i.solver, i.steps,
                    l.status AS response_status, l.response_id,

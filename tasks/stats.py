@@ -1,16 +1,16 @@
-"""Statistics over stored scores (SPEC §5), written back to the lake as ``stats_*`` tables.
+"""Statistics SQL cannot compute, over stored scores, written back to the lake as ``computed_*`` tables.
 
 :func:`compute_stats` reads the scores of one run (or of every run) through the SQL views and
 appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id) to:
 
-- ``stats_bootstrap`` — family-clustered percentile bootstrap intervals (view
-  ``bootstrap_intervals``), one row per estimate, ``metric`` being
+- ``computed_bootstrap`` — family-clustered percentile bootstrap intervals (view
+  ``computed_bootstrap``), one row per estimate, ``metric`` being
   ``accuracy`` per (model, suite, task, variant, prompt style, bin), the grain of
   ``accuracy_by_bin``; ``gap`` = accuracy(variant) − accuracy(variant_b) per (model, suite, task,
   prompt style) over all bins; ``invariance`` and ``consistency`` (Invariance@k, Consistency@k)
   per group of the ``invariance`` view, and pooled per suite (task and category ``(all)``).
-- ``stats_regression`` — logistic regressions ``correct ~ C(variant) + n_tokens +
-  symbol_density + n_numbers + C(task)`` per suite (view ``logistic_regression``); ``fit`` says
+- ``computed_regression`` — logistic regressions ``correct ~ C(variant) + n_tokens +
+  symbol_density + n_numbers + C(task)`` per suite (view ``computed_regression``); ``fit`` says
   which: ``per_model`` (one model, the suite's tasks pooled with task fixed effects),
   ``pooled`` (every model, with model and task fixed effects), ``per_task`` (one model, one
   task, no task term; only for suites with several tasks).
@@ -26,7 +26,7 @@ Choices (documented here because the papers leave them open):
   and counted (``n_valid_resamples``). Each estimate gets its own random stream derived from
   ``seed`` and the estimate's key, so its interval does not depend on what else was computed.
 - Consistency is the SQL ``consistent`` flag of ``family_units_over`` (canonical answers stored
-  with the parses, see ``sql/31_family.sql``); the bootstrap only resamples it.
+  with the parses, see ``sql/intermediate/family_units.sql``); the bootstrap only resamples it.
 - Regression: ``correct`` is 1 for correct and 0 for wrong or unparsable; errors are left out.
   The reference variant is the first by the SQL ``variant_order()`` (``euclid`` when present),
   else by name; the reference model and the reference task are the first by name. A fit that
@@ -50,7 +50,7 @@ import warnings
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-import pandas as pd
+import polars as pl
 import statsmodels.api as sm
 from statsmodels.tools.sm_exceptions import (
     ConvergenceWarning,
@@ -71,7 +71,8 @@ ALL_SCOPE = "all"
 
 def estimate_rng(seed: int, key: Sequence[Any]) -> np.random.Generator:
     """A random stream for one estimate: a function of ``seed`` and the estimate's key only."""
-    digest = hashlib.sha256(json.dumps([str(k) for k in key]).encode("utf-8")).digest()
+    # A missing key part hashes as "nan", as it always has, so stored intervals keep their stream.
+    digest = hashlib.sha256(json.dumps(["nan" if k is None else str(k) for k in key]).encode("utf-8")).digest()
     return np.random.default_rng([seed, int.from_bytes(digest[:8], "big")])
 
 
@@ -99,7 +100,7 @@ def percentile_interval(samples: np.ndarray, level: float) -> tuple[float | None
     return float(lo), float(hi), int(valid.size)
 
 
-def _status_counts(frame: pd.DataFrame) -> dict[str, int]:
+def _status_counts(frame: pl.DataFrame) -> dict[str, int]:
     status = frame["status"]
     return {
         "n_scored": int((status != "error").sum()), "n_correct": int((status == "correct").sum()),
@@ -108,22 +109,31 @@ def _status_counts(frame: pd.DataFrame) -> dict[str, int]:
     }
 
 
-def _per_family(frame: pd.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Correct and scored counts per family (rows) and variant (columns), families with a score."""
-    scored = frame[frame["status"] != "error"]
-    correct = (scored["status"] == "correct").astype(float)
-    num = correct.groupby([scored["family_id"], scored["variant"]]).sum().unstack(fill_value=0.0)
-    den = correct.groupby([scored["family_id"], scored["variant"]]).size().unstack(fill_value=0).astype(float)
-    cols = list(variants)
-    return (num.reindex(columns=cols, fill_value=0.0).to_numpy(),
-            den.reindex(columns=cols, fill_value=0.0).to_numpy())
+def _groups(frame: pl.DataFrame, keys: list[str]) -> Iterable[tuple[tuple, pl.DataFrame]]:
+    """(key, rows) per distinct ``keys``, in key order with missing values last."""
+    parts = frame.partition_by(keys, as_dict=True, maintain_order=True)
+    for key in frame.select(keys).unique().sort(keys, nulls_last=True).iter_rows():
+        yield key, parts[key]
 
 
-def accuracy_intervals(trials: pd.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
+def _per_family(frame: pl.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Correct and scored counts per family (rows, by family id) and variant (columns), families
+    with a score. The row order fixes which family each bootstrap draw count goes to."""
+    columns = []
+    for j, variant in enumerate(variants):
+        in_variant = pl.col("variant") == variant
+        columns += [(in_variant & (pl.col("status") == "correct")).sum().alias(f"num{j}"),
+                    in_variant.sum().alias(f"den{j}")]
+    counts = frame.filter(pl.col("status") != "error").group_by("family_id").agg(columns).sort("family_id")
+    return (counts.select(f"num{j}" for j in range(len(variants))).to_numpy().astype(float),
+            counts.select(f"den{j}" for j in range(len(variants))).to_numpy().astype(float))
+
+
+def accuracy_intervals(trials: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
     """Bootstrap rows (metric ``accuracy``) per (model, suite, task, variant, prompt style, bin)."""
     rows = []
     keys = ["model", "suite", "task", "variant", "prompt_style", "bin"]
-    for key, cell in trials.groupby(keys, sort=True, dropna=False):
+    for key, cell in _groups(trials, keys):
         counts = _status_counts(cell)
         row = dict(zip(keys, key), metric="accuracy", bin_lo=int(cell["bin_lo"].min()), **counts)
         num, den = _per_family(cell, [key[3]])
@@ -138,7 +148,7 @@ def accuracy_intervals(trials: pd.DataFrame, resamples: int, seed: int, level: f
     return rows
 
 
-def gap_intervals(trials: pd.DataFrame, variant_order: Sequence[str], resamples: int, seed: int,
+def gap_intervals(trials: pl.DataFrame, variant_order: Sequence[str], resamples: int, seed: int,
                   level: float) -> list[dict[str, Any]]:
     """Bootstrap rows (metric ``gap``) for each pair of variants of a (model, suite, task, prompt style).
 
@@ -147,10 +157,10 @@ def gap_intervals(trials: pd.DataFrame, variant_order: Sequence[str], resamples:
     """
     rows = []
     keys = ["model", "suite", "task", "prompt_style"]
-    for key, group in trials.groupby(keys, sort=True, dropna=False):
+    for key, group in _groups(trials, keys):
         variants = sort_variants(group["variant"].unique(), variant_order)
         for a, b in itertools.combinations(variants, 2):
-            pair = group[group["variant"].isin([a, b])]
+            pair = group.filter(pl.col("variant").is_in([a, b]))
             num, den = _per_family(pair, [a, b])
             keep = den.sum(axis=1) > 0
             num, den = num[keep], den[keep]
@@ -168,7 +178,7 @@ def gap_intervals(trials: pd.DataFrame, variant_order: Sequence[str], resamples:
     return rows
 
 
-def invariance_intervals(units: pd.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
+def invariance_intervals(units: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
     """Bootstrap rows (metrics ``invariance`` and ``consistency``) per group of family units.
 
     ``units`` are rows of ``family_units_over()``. Groups are those of the ``invariance`` view,
@@ -176,23 +186,24 @@ def invariance_intervals(units: pd.DataFrame, resamples: int, seed: int, level: 
     """
     rows = []
     for pooled in (False, True):
-        frame = units.assign(task=POOLED, category=POOLED) if pooled else units
+        frame = units.with_columns(task=pl.lit(POOLED), category=pl.lit(POOLED)) if pooled else units
         keys = ["model", "suite", "task", "category", "prompt_style", "variants_key"]
-        for key, group in frame.groupby(keys, sort=True, dropna=False):
-            complete = group[group["complete"]]
-            base = dict(zip(keys[:-1], key[:-1]), variant=key[-1], k=int(group["k"].iloc[0]),
-                        n_units=len(complete), n_excluded=int((~group["complete"]).sum()),
-                        n_families=int(complete["family_id"].nunique()),
+        for key, group in _groups(frame, keys):
+            complete = group.filter(pl.col("complete"))
+            base = dict(zip(keys[:-1], key[:-1]), variant=key[-1], k=int(group["k"][0]),
+                        n_units=complete.height, n_excluded=int((~group["complete"]).sum()),
+                        n_families=int(complete["family_id"].n_unique()),
                         n_scored=int(complete["n_scored"].sum()), n_correct=int(complete["n_correct"].sum()),
                         n_wrong=int(complete["n_wrong"].sum()), n_unparsable=int(complete["n_unparsable"].sum()),
                         n_error=int(group["n_error"].sum()))
-            if complete.empty:
+            if complete.is_empty():
                 rows += [dict(base, metric=m) for m in ("invariance", "consistency")]
                 continue
-            per_family = complete.groupby("family_id").agg(
-                units=("complete", "size"), invariant=("invariant", "sum"), consistent=("consistent", "sum"))
-            den = per_family[["units", "units"]].to_numpy(dtype=float)
-            num = per_family[["invariant", "consistent"]].to_numpy(dtype=float)
+            per_family = complete.group_by("family_id").agg(
+                units=pl.len(), invariant=pl.col("invariant").sum(), consistent=pl.col("consistent").sum()
+            ).sort("family_id")  # the row order fixes which family each draw count goes to
+            den = np.column_stack([per_family["units"].to_numpy()] * 2).astype(float)
+            num = per_family.select("invariant", "consistent").to_numpy().astype(float)
             ratios = cluster_bootstrap(num, den, resamples, estimate_rng(seed, ("invariance", *key)))
             for j, metric in enumerate(("invariance", "consistency")):
                 lo, hi, valid = percentile_interval(ratios[:, j], level)
@@ -211,7 +222,7 @@ def sort_variants(variants: Iterable[str], variant_order: Sequence[str]) -> list
     return sorted(variants, key=lambda v: (order.get(v, len(order)), v))
 
 
-def _full_rank_columns(columns: dict[str, pd.Series]) -> tuple[list[str], list[str]]:
+def _full_rank_columns(columns: dict[str, np.ndarray]) -> tuple[list[str], list[str]]:
     """Names of the columns kept in order, each only when it is not a linear combination of the
     columns kept before it, and the names dropped. Columns are scaled to unit norm first so that
     the rank test does not depend on a feature's units."""
@@ -219,7 +230,7 @@ def _full_rank_columns(columns: dict[str, pd.Series]) -> tuple[list[str], list[s
     dropped: list[str] = []
     basis = np.empty((len(next(iter(columns.values()))), 0))
     for name, values in columns.items():
-        v = values.to_numpy(dtype=float)
+        v = values
         norm = np.linalg.norm(v)
         candidate = np.column_stack([basis, v / norm]) if norm > 0 else None
         if candidate is not None and np.linalg.matrix_rank(candidate) == candidate.shape[1]:
@@ -230,8 +241,8 @@ def _full_rank_columns(columns: dict[str, pd.Series]) -> tuple[list[str], list[s
     return kept, dropped
 
 
-def design_matrix(frame: pd.DataFrame, reference_variant: str, reference_model: str | None,
-                  reference_task: str | None = None) -> tuple[pd.DataFrame, list[str]]:
+def design_matrix(frame: pl.DataFrame, reference_variant: str, reference_model: str | None,
+                  reference_task: str | None = None) -> tuple[pl.DataFrame, list[str]]:
     """The regression's design: intercept, task dummies when ``reference_task`` is given (task
     fixed effects), variant dummies (treatment coding against ``reference_variant``), the surface
     features, and model dummies when ``reference_model`` is given.
@@ -241,31 +252,35 @@ def design_matrix(frame: pd.DataFrame, reference_variant: str, reference_model: 
     intercept) or within every task (collinear with the task effects), a variant dummy of
     variants nested in tasks. Task dummies come before the rest, so what remains of a feature
     or a variant is its effect within tasks."""
-    columns: dict[str, pd.Series] = {"intercept": pd.Series(1.0, index=frame.index)}
+    def dummy(column: str, level: str) -> np.ndarray:
+        return (frame[column] == level).cast(pl.Float64).to_numpy()
+
+    columns: dict[str, np.ndarray] = {"intercept": np.ones(frame.height)}
     if reference_task is not None:
         for level in sorted(set(frame["task"]) - {reference_task}):
-            columns[f"task[{level}]"] = (frame["task"] == level).astype(float)
+            columns[f"task[{level}]"] = dummy("task", level)
     for level in sorted(set(frame["variant"]) - {reference_variant}):
-        columns[f"variant[{level}]"] = (frame["variant"] == level).astype(float)
+        columns[f"variant[{level}]"] = dummy("variant", level)
     for feature in REGRESSION_FEATURES:
-        columns[feature] = frame[feature].astype(float)
+        columns[feature] = frame[feature].cast(pl.Float64).to_numpy()
     if reference_model is not None:
         for level in sorted(set(frame["model"]) - {reference_model}):
-            columns[f"model[{level}]"] = (frame["model"] == level).astype(float)
+            columns[f"model[{level}]"] = dummy("model", level)
     kept, dropped = _full_rank_columns(columns)
-    return pd.DataFrame({name: columns[name] for name in kept}), dropped
+    return pl.DataFrame({name: columns[name] for name in kept}), dropped
 
 
-def fit_logit(y: pd.Series, x: pd.DataFrame, level: float = 0.95) -> tuple[list[dict[str, Any]], str]:
-    """Fit a logistic regression; returns (rows per term, "") or ([], reason it could not be fitted)."""
-    if y.nunique() < 2:
-        return [], "one outcome class only (" + ("all correct" if y.iloc[0] == 1 else "none correct") + ")"
+def fit_logit(y: np.ndarray, x: pl.DataFrame, level: float = 0.95) -> tuple[list[dict[str, Any]], str]:
+    """Fit a logistic regression of the 0/1 outcomes ``y`` on the design ``x``; returns (rows per
+    term, "") or ([], reason it could not be fitted)."""
+    if np.unique(y).size < 2:
+        return [], "one outcome class only (" + ("all correct" if y[0] == 1 else "none correct") + ")"
     if len(y) <= x.shape[1]:
         return [], f"too few observations ({len(y)}) for {x.shape[1]} parameters"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            result = sm.Logit(y.to_numpy(dtype=float), x).fit(disp=0, maxiter=200)
+            result = sm.Logit(y, x.to_numpy()).fit(disp=0, maxiter=200)
         except PerfectSeparationError:
             return [], "perfect separation"
         except np.linalg.LinAlgError as exc:
@@ -279,32 +294,32 @@ def fit_logit(y: pd.Series, x: pd.DataFrame, level: float = 0.95) -> tuple[list[
         return [], "non-finite standard errors (quasi-separation)"
     ci = result.conf_int(alpha=1.0 - level)
     rows = [
-        {"term": term, "coef": float(result.params[term]), "std_err": float(result.bse[term]),
-         "z": float(result.tvalues[term]), "p_value": float(result.pvalues[term]),
-         "ci_lo": float(ci.loc[term, 0]), "ci_hi": float(ci.loc[term, 1]), "pseudo_r2": float(result.prsquared)}
-        for term in x.columns
+        {"term": term, "coef": float(result.params[i]), "std_err": float(result.bse[i]),
+         "z": float(result.tvalues[i]), "p_value": float(result.pvalues[i]),
+         "ci_lo": float(ci[i, 0]), "ci_hi": float(ci[i, 1]), "pseudo_r2": float(result.prsquared)}
+        for i, term in enumerate(x.columns)
     ]
     return rows, ""
 
 
-def regressions(trials: pd.DataFrame, variant_order: Sequence[str], level: float = 0.95) -> list[dict[str, Any]]:
+def regressions(trials: pl.DataFrame, variant_order: Sequence[str], level: float = 0.95) -> list[dict[str, Any]]:
     """Regression rows per suite (``fit``): ``per_model`` (one model, every task of the suite),
     ``pooled`` (every model, with model fixed effects), both with task fixed effects when the
     suite has several tasks, and then ``per_task`` (one model, one task) for each task."""
     rows = []
-    for suite, suite_trials in trials.groupby("suite", sort=True):
+    for (suite,), suite_trials in _groups(trials.filter(pl.col("suite").is_not_null()), ["suite"]):
         models = sorted(suite_trials["model"].unique())
         tasks = sorted(suite_trials["task"].unique())
         reference_task = tasks[0] if len(tasks) > 1 else None
-        fits = [(m, POOLED, "per_model", suite_trials[suite_trials["model"] == m], None) for m in models]
+        fits = [(m, POOLED, "per_model", suite_trials.filter(pl.col("model") == m), None) for m in models]
         fits.append((POOLED, POOLED, "pooled", suite_trials, models[0]))
         if len(tasks) > 1:
-            fits += [(m, t, "per_task", suite_trials[(suite_trials["model"] == m) & (suite_trials["task"] == t)], None)
+            fits += [(m, t, "per_task", suite_trials.filter((pl.col("model") == m) & (pl.col("task") == t)), None)
                      for m in models for t in tasks]
         for model, task, fit, frame, reference_model in fits:
-            data = frame[frame["status"] != "error"]
+            data = frame.filter(pl.col("status") != "error")
             task_effects = reference_task if task == POOLED else None
-            base = {"suite": suite, "model": model, "task": task, "fit": fit, "n": len(data),
+            base = {"suite": suite, "model": model, "task": task, "fit": fit, "n": data.height,
                     "n_correct": int((data["status"] == "correct").sum()),
                     "n_unparsable": int((data["status"] == "unparsable").sum()),
                     "n_error": int((frame["status"] == "error").sum()), "reference_model": reference_model,
@@ -312,7 +327,7 @@ def regressions(trials: pd.DataFrame, variant_order: Sequence[str], level: float
             if fit == "pooled" and len(models) < 2:
                 rows.append(dict(base, status="skipped", reason="one model only: nothing to pool"))
                 continue
-            if data.empty:
+            if data.is_empty():
                 rows.append(dict(base, status="skipped", reason="no scored trials"))
                 continue
             reference = sort_variants(data["variant"].unique(), variant_order)[0]
@@ -320,7 +335,7 @@ def regressions(trials: pd.DataFrame, variant_order: Sequence[str], level: float
             formula = ("correct ~ C(variant) + " + " + ".join(REGRESSION_FEATURES)
                        + (" + C(task)" if task_effects else "") + (" + C(model)" if reference_model else ""))
             base.update(formula=formula, reference_variant=reference, dropped=",".join(dropped))
-            y = (data["status"] == "correct").astype(float)
+            y = (data["status"] == "correct").cast(pl.Float64).to_numpy()
             terms, reason = fit_logit(y, x, level)
             if reason:
                 rows.append(dict(base, status="skipped", reason=reason))
@@ -339,20 +354,19 @@ def _scope_filter(run_id: str | None) -> tuple[str, list[Any]]:
     return "WHERE trial_id IN (SELECT trial_id FROM run_trials WHERE run_id = ?)", [run_id]
 
 
-def load_trials(con, run_id: str | None) -> pd.DataFrame:
+def load_trials(con, run_id: str | None) -> pl.DataFrame:
     """Every scored trial (errors included) of the scope, with its family, bin and features."""
     where, params = _scope_filter(run_id)
-    return con.execute(
+    return con.sql(
         f"""SELECT model, suite, task, variant, prompt_style, bin, bin_lo, family_id, status,
                    {", ".join(REGRESSION_FEATURES)}
-            FROM trial_scores {where}""", params).df()
+            FROM trial_scores {where}""", params=params).pl()
 
 
-def load_units(con, run_id: str | None) -> pd.DataFrame:
+def load_units(con, run_id: str | None) -> pl.DataFrame:
     """Family units over all variants present (``family_units_over``), with a hashable variant key."""
-    units = con.execute("SELECT * FROM family_units_over(for_run := ?)", [run_id]).df()
-    units["variants_key"] = [",".join(v) for v in units["variants"]]
-    return units
+    units = con.sql("SELECT * FROM family_units_over(for_run := ?)", params=[run_id]).pl()
+    return units.with_columns(variants_key=pl.col("variants").list.join(","))
 
 
 def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, seed: int = 0,
@@ -380,8 +394,8 @@ def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, s
         + invariance_intervals(units, resamples, seed, level)
     ]
     regression = [{**computation, **row} for row in regressions(trials, variant_order, level)]
-    write_rows(lake, "stats_bootstrap", bootstrap)
-    write_rows(lake, "stats_regression", regression)
+    write_rows(lake, "computed_bootstrap", bootstrap)
+    write_rows(lake, "computed_regression", regression)
     return {
         **computation, "bootstrap_rows": len(bootstrap), "regression_rows": len(regression),
         "skipped_regressions": [

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import threading
 import time
 import uuid
@@ -91,7 +92,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("response_id", _str), ("request_id", _str), ("answer_type", _str),
             ("parser_version", _str), ("status", _str), ("value", _str), ("extracted", _str),
             # the canonical answer (tasks.parse.answer_key) that Consistency@k compares; files
-            # written before it existed lack the column, and sql/00_staging.sql reads them as NULL
+            # written before it existed lack the column, and sql/staging/parses.sql reads them as NULL
             ("canonical", _str), ("created_at", _ts),
         ]
     ),
@@ -103,8 +104,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("response_ids", _str), ("created_at", _ts),
         ]
     ),
-    # Statistics written back by tasks.stats; the sql/3x views expose them.
-    "stats_bootstrap": pa.schema([
+    # Statistics computed in Python by tasks.stats; sql/staging/computed.sql exposes them.
+    "computed_bootstrap": pa.schema([
         ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("metric", _str),
         ("model", _str), ("suite", _str), ("task", _str), ("category", _str), ("prompt_style", _str),
         ("variant", _str), ("variant_b", _str), ("bin", _str), ("bin_lo", _int), ("k", _int),
@@ -113,7 +114,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("n_scored", _int), ("n_correct", _int), ("n_wrong", _int), ("n_unparsable", _int),
         ("n_error", _int), ("resamples", _int), ("n_valid_resamples", _int), ("seed", _int),
     ]),
-    "stats_regression": pa.schema([
+    "computed_regression": pa.schema([
         ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("suite", _str),
         ("model", _str), ("task", _str), ("fit", _str), ("formula", _str), ("reference_variant", _str),
         ("reference_model", _str), ("reference_task", _str), ("term", _str), ("coef", _f), ("std_err", _f), ("z", _f),
@@ -314,14 +315,51 @@ def write_rows(lake: str, table: str, rows: Sequence[dict[str, Any]]) -> str | N
     return target
 
 
-def _sql_files() -> list[Path]:
-    return sorted(SQL_DIR.glob("*.sql"))
+# The layers of sql/, in load order: a file may use what earlier layers define, never later ones
+# (tests/test_metric_views.py checks it).
+SQL_LAYERS = ("macros", "staging", "intermediate", "marts")
+_DEFINED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", re.IGNORECASE)
+
+
+def sql_code(path: Path) -> str:
+    """The SQL of ``path`` without its comments and string literals (lake paths such as
+    ``'{{lake}}/parses/…'``): the text in which the names a file uses are looked up."""
+    return re.sub(r"--[^\n]*|'(?:[^']|'')*'", "", path.read_text(encoding="utf-8"))
+
+
+def sql_defines(path: Path) -> set[str]:
+    """The views and macros that the SQL file ``path`` creates."""
+    return set(_DEFINED.findall(sql_code(path)))
+
+
+def _uses(code: str, names: set[str]) -> bool:
+    return any(re.search(rf"\b{name}\b", code) for name in names)
+
+
+def _dependency_order(paths: list[Path]) -> list[Path]:
+    # DuckDB binds a view when it is created, so within a layer a file must come after the files
+    # whose views it reads; otherwise files keep their name order.
+    code = {p: sql_code(p) for p in paths}
+    needs = {p: {q for q in paths if q != p and _uses(code[p], sql_defines(q))} for p in paths}
+    ordered: list[Path] = []
+    while len(ordered) < len(paths):
+        ready = [p for p in paths if p not in ordered and needs[p] <= set(ordered)]
+        if not ready:
+            cycle = sorted(str(p.relative_to(SQL_DIR)) for p in paths if p not in ordered)
+            raise ConfigError(f"sql/: circular dependency between {', '.join(cycle)}")
+        ordered.append(ready[0])
+    return ordered
+
+
+def sql_files() -> list[Path]:
+    """Every file of ``sql/`` in load order: layer by layer, each layer in dependency order."""
+    return [path for layer in SQL_LAYERS for path in _dependency_order(sorted((SQL_DIR / layer).glob("*.sql")))]
 
 
 def _statements(lake: str) -> Iterable[str]:
     # A quote in a folder name must not end the SQL string literal.
     glob_root = lake_root(lake).replace("'", "''")
-    for path in _sql_files():
+    for path in sql_files():
         text = path.read_text(encoding="utf-8").replace("{{lake}}", glob_root)
         for stmt in text.split(";\n"):
             if stmt.strip() and not all(l.strip().startswith("--") or not l.strip() for l in stmt.splitlines()):
@@ -351,8 +389,10 @@ _CATALOG_TABLE = "invarbench_catalog"
 def _catalog_stamp(lake: str) -> tuple[str, str]:
     import hashlib
 
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in _sql_files())).hexdigest()
-    return lake_root(lake), digest
+    digest = hashlib.sha256()
+    for path in sql_files():  # names too: moving a file between layers changes the load order
+        digest.update(path.relative_to(SQL_DIR).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
+    return lake_root(lake), digest.hexdigest()
 
 
 def _open_writable(catalog: Path, attempts: int) -> duckdb.DuckDBPyConnection:

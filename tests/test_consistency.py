@@ -72,7 +72,7 @@ def test_bootstrap_resamples_the_stored_consistency(tmp_path):
     lake = parsed_and_scored(tmp_path)
     summary = stats.compute_stats(lake.lake, resamples=50, seed=0)
     assert "equivalence_rows" not in summary
-    [boot] = lake.query("SELECT estimate FROM bootstrap_intervals WHERE metric = 'consistency' AND task = 'ratio'")
+    [boot] = lake.query("SELECT estimate FROM computed_bootstrap WHERE metric = 'consistency' AND task = 'ratio'")
     assert boot["estimate"] == pytest.approx(3 / 6)
 
 

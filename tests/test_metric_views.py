@@ -1,10 +1,11 @@
-"""The metric views of sql/3x_*.sql against hand-counted fixtures and independent computations
+"""The metric views of sql/ (intermediate and marts layers) against hand-counted fixtures and independent computations
 (statsmodels for Wilson and McNemar/Holm, numpy for the linear fits). Real Parquet and DuckDB."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from lake_fixtures import LakeBuilder, status_of
-from tasks.store import connect, query
+from tasks.store import SQL_LAYERS, connect, query, sql_code, sql_defines, sql_files
 
 GEO = ["euclid", "coord", "vector"]
 
@@ -294,8 +295,9 @@ def test_views_work_on_an_empty_lake(tmp_path):
     try:
         for view in ("invariance", "invariance_by_suite", "flip_patterns", "mcnemar_pairs", "model_pairs",
                      "breaking_point", "attractors", "associativity_calls", "score_changes",
-                     "surface_regression_linear", "bootstrap_intervals", "logistic_regression", "accuracy_by_n",
-                     "lenient_accuracy_by_bin"):
+                     "surface_regression_linear", "computed_bootstrap", "computed_regression", "accuracy_by_n",
+                     "lenient_accuracy_by_bin", "accuracy_by_task_bin", "run_accuracy_by_bin", "outcomes_by_task",
+                     "latest_requests"):
             assert query(con, f"SELECT * FROM {view}") == [], view
     finally:
         con.close()
@@ -413,3 +415,21 @@ def test_unpaired_answers_are_counted_beside_each_test(tmp_path):
     [row] = lake.query("SELECT n_unpaired FROM paired_tests WHERE comparison = 'variants' AND side_b = 'vector' "
                        "AND side_a = 'coord'")
     assert row["n_unpaired"] == 1
+
+
+def test_sql_layers_load_in_order_and_say_what_a_row_is():
+    """A file uses only what its own or an earlier layer defines; every view says its grain."""
+    files = sql_files()
+    assert files, "no SQL files found"
+    layer_of = {p: SQL_LAYERS.index(p.parent.name) for p in files}
+    assert [layer_of[p] for p in files] == sorted(layer_of[p] for p in files)
+    defined_in = {name: p for p in files for name in sql_defines(p)}
+    for path in files:
+        code = sql_code(path)
+        for name, home in defined_in.items():
+            if home != path and re.search(rf"\b{name}\b", code):
+                assert layer_of[home] <= layer_of[path], f"{path.name} uses {name} of a later layer ({home})"
+        comments = path.read_text(encoding="utf-8")
+        for view in re.findall(r"CREATE OR REPLACE VIEW (\w+)", code):
+            if not view.startswith("raw_"):
+                assert f"-- {view}: one row per" in comments, f"{path}: no header line for {view}"

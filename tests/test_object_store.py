@@ -127,7 +127,7 @@ def test_sweep_cached_sweep_sql_rescore_and_report_on_a_bucket(s3, tmp_path):
     report = cli(s3, "report", "--config", str(cfg), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stdout + report.stderr
     assert (tmp_path / "report" / "report.html").exists()
-    assert read(lake, "SELECT count(*) > 0 AS written FROM raw_stats_bootstrap") == [{"written": True}]
+    assert read(lake, "SELECT count(*) > 0 AS written FROM raw_computed_bootstrap") == [{"written": True}]
 
     # Credentials never reach the lake or the output: the bucket's secret, the model's API key.
     everything = every_lake_row(lake)
@@ -257,5 +257,5 @@ def test_a_copied_warehouse_reads_and_writes_its_own_lake(tmp_path):
     report = run_cli("report", "--config", str(copy_cfg))
     assert report.returncode == 0, report.stdout + report.stderr
     assert Path(report.stdout.strip()).is_relative_to(copy_dir / "reports")
-    assert list((copy_dir / "lake" / "stats_bootstrap").rglob("part-2*.parquet"))
+    assert list((copy_dir / "lake" / "computed_bootstrap").rglob("part-2*.parquet"))
     assert not (tmp_path / "wh").exists()  # nothing went back to the original location

@@ -37,7 +37,7 @@ def regression_lake(tmp_path, models=("m1", "m2"), n_families: int = 60, seed: i
 
 def _terms(lake: LakeBuilder, **where) -> dict[str, dict]:
     clause = " AND ".join(f"{k} = ?" for k in where)
-    rows = lake.query(f"SELECT * FROM logistic_regression WHERE status = 'ok' AND {clause}", list(where.values()))
+    rows = lake.query(f"SELECT * FROM computed_regression WHERE status = 'ok' AND {clause}", list(where.values()))
     return {r["term"]: r for r in rows}
 
 
@@ -83,12 +83,12 @@ def test_unfittable_regressions_are_skipped_with_a_reason(tmp_path):
     reasons = {(s["model"]): s["reason"] for s in summary["skipped_regressions"]}
     assert reasons["m-all"].startswith("one outcome class only")
     assert "separation" in reasons["m-sep"]
-    rows = lake.query("SELECT model, status, reason, term FROM logistic_regression WHERE model = 'm-all'")
+    rows = lake.query("SELECT model, status, reason, term FROM computed_regression WHERE model = 'm-all'")
     assert rows == [{"model": "m-all", "status": "skipped", "reason": reasons["m-all"], "term": None}]
 
 
 def _interval_rows(lake: LakeBuilder, scope: str = "all") -> dict[tuple, tuple]:
-    rows = lake.query("SELECT * FROM bootstrap_intervals WHERE scope = ?", [scope])
+    rows = lake.query("SELECT * FROM computed_bootstrap WHERE scope = ?", [scope])
     return {(r["metric"], r["model"], r["task"], r["category"], r["variant"], r["variant_b"], r["bin"]):
             (r["estimate"], r["ci_lo"], r["ci_hi"]) for r in rows}
 
@@ -156,7 +156,7 @@ def test_invariance_intervals_count_complete_families(tmp_path):
     lake.flush()
     stats.compute_stats(lake.lake, resamples=100, seed=0)
     rows = {(r["metric"], r["task"]): r for r in lake.query(
-        "SELECT * FROM bootstrap_intervals WHERE metric IN ('invariance', 'consistency')")}
+        "SELECT * FROM computed_bootstrap WHERE metric IN ('invariance', 'consistency')")}
     inv = rows[("invariance", "length")]
     assert (inv["k"], inv["n_units"], inv["n_excluded"], inv["n_families"]) == (3, 7, 1, 7)
     assert inv["estimate"] == pytest.approx(4 / 7) and inv["variant"] == "euclid,coord,vector"
@@ -174,7 +174,7 @@ def test_compute_stats_is_robust_to_tiny_and_empty_data(tmp_path):
     one.trial(one.item("F"), "m1", "error")
     one.flush()
     summary = stats.compute_stats(one.lake, resamples=10)
-    [row] = one.query("SELECT metric, estimate, ci_lo, n_error FROM bootstrap_intervals")
+    [row] = one.query("SELECT metric, estimate, ci_lo, n_error FROM computed_bootstrap")
     assert row == {"metric": "accuracy", "estimate": None, "ci_lo": None, "n_error": 1}
     assert [s["reason"] for s in summary["skipped_regressions"]] == ["no scored trials", "one model only: nothing to pool"]
 
@@ -186,7 +186,7 @@ def test_run_scope_uses_only_that_runs_trials(tmp_path):
     lake.flush()
     stats.compute_stats(lake.lake, run_id="r1", resamples=10)
     stats.compute_stats(lake.lake, resamples=10)
-    scoped = lake.query("SELECT scope, estimate, n_scored FROM bootstrap_intervals WHERE metric = 'accuracy' ORDER BY scope")
+    scoped = lake.query("SELECT scope, estimate, n_scored FROM computed_bootstrap WHERE metric = 'accuracy' ORDER BY scope")
     assert scoped == [{"scope": "all", "estimate": 0.5, "n_scored": 2}, {"scope": "r1", "estimate": 1.0, "n_scored": 1}]
 
 
@@ -236,7 +236,7 @@ def test_regressions_that_pool_tasks_have_task_fixed_effects(tmp_path):
 def test_per_task_fits_where_the_counts_allow(tmp_path):
     lake, data = confounded_lake(tmp_path, models=("m1",), per_task=60)
     stats.compute_stats(lake.lake, resamples=20, seed=0)
-    rows = lake.query("SELECT DISTINCT model, task, fit, status, formula, reference_task FROM logistic_regression "
+    rows = lake.query("SELECT DISTINCT model, task, fit, status, formula, reference_task FROM computed_regression "
                       "WHERE fit = 'per_task' ORDER BY task")
     assert [r["task"] for r in rows] == ["associativity", "closure", "identity", "word_problems"]
     assert all(r["formula"] == "correct ~ C(variant) + n_tokens + symbol_density + n_numbers" for r in rows)
@@ -257,7 +257,7 @@ def test_per_task_fits_where_the_counts_allow(tmp_path):
     summary = stats.compute_stats(lone.lake, resamples=20, seed=0)
     skipped = {(s["model"], s["reason"]) for s in summary["skipped_regressions"]}
     assert ("m1", "one outcome class only (all correct)") in skipped
-    fits = lone.query("SELECT DISTINCT task, fit, status FROM logistic_regression WHERE fit = 'per_task' ORDER BY task")
+    fits = lone.query("SELECT DISTINCT task, fit, status FROM computed_regression WHERE fit = 'per_task' ORDER BY task")
     assert fits == [{"task": "closure", "fit": "per_task", "status": "skipped"},
                     {"task": "identity", "fit": "per_task", "status": "ok"}]
 

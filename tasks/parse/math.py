@@ -71,7 +71,7 @@ which equal values are equal strings. A value with a terminating decimal expansi
 decimal (``3/2``, ``1.5`` and ``1.50`` are all ``1.5``; ``12.0`` is ``12``); any other value is its
 exact canonical form (``sqrt(20)`` and ``2√5`` are ``2*sqrt(5)``). A decimal and an irrational
 value never share a key (``4.47`` is not ``2*sqrt(5)``): keys are an equivalence, and rounding is
-not one. Correct answers are compared by the gold instead (see ``sql/31_family.sql``).
+not one. Correct answers are compared by the gold instead (see ``sql/intermediate/family_trials.sql``).
 
 Safety: the text handed to sympy is capped at :data:`MAX_EXPR_CHARS` characters, may contain only
 digits, ``.``, ``+ - * / ^``, parentheses, spaces and the names ``sqrt`` and ``pi`` (so ``eval``

@@ -1,11 +1,5 @@
--- Cost: what each run paid, per model (tasks.cost prices every response when it is stored).
-
--- Every response with a cost_usd column, also over lakes written before responses had one
--- (their rows read as NULL: unknown, never 0).
-CREATE OR REPLACE VIEW cost_responses AS
-SELECT * FROM responses
-UNION ALL BY NAME
-SELECT NULL::DOUBLE AS cost_usd WHERE false;
+-- Marts: cost, what each run paid, per model (tasks.cost prices every response when it is stored).
+-- cost_by_run: one row per run and model that received responses.
 
 -- Per run and model: responses received, tokens and USD. A response belongs to the run that
 -- paid for it; answers a run took from the ledger cost it nothing. cost_usd sums the priced

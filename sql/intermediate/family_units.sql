@@ -1,0 +1,66 @@
+-- Intermediate, family level: family units with their verdicts (complete, invariant, consistent),
+-- the base of invariance, consistency and flip patterns (marts/invariance.sql, marts/flip_patterns.sql).
+-- family_units_over(...): one row per family unit (intermediate/family_trials.sql) over a variant set.
+
+-- Family units over a variant set V, one row per unit, from every run or only `for_run`'s trials.
+-- V is `variant_list` (in that order) when given, else every variant present in the unit's
+-- (model, suite, task, category, prompt_style) group, ordered by variant_rank then name. A unit is complete when it has a scored (non-error)
+-- answer on every variant of V; only complete units count for invariance, consistency and flips.
+-- pattern: one letter per variant of V in order, C correct, W not correct (wrong or unparsable).
+-- consistent: all answers parsed and pairwise the same answer (family_answer_pairs).
+-- Groups with a single variant have nothing to compare and are left out.
+CREATE OR REPLACE MACRO family_units_over(variant_list := NULL, for_run := NULL) AS TABLE
+WITH ft AS (
+    SELECT * FROM family_trials
+    WHERE (variant_list IS NULL OR list_contains(variant_list, variant))
+      AND (for_run IS NULL OR trial_id IN (SELECT trial_id FROM run_trials WHERE run_id = for_run))
+),
+present AS (
+    SELECT DISTINCT model, suite, task, category, prompt_style, variant, variant_rank FROM ft
+),
+variant_sets AS (
+    SELECT model, suite, task, category, prompt_style,
+           coalesce(variant_list, list(variant ORDER BY variant_rank, variant)) AS variants
+    FROM present
+    GROUP BY ALL
+),
+pair_verdicts AS (
+    SELECT p.model, p.suite, p.task, p.category, p.prompt_style, p.family_id, p.seed, p.sample_idx,
+           count(*) FILTER (WHERE NOT p.same_answer) AS n_unequal
+    FROM family_answer_pairs p
+    WHERE p.status_a <> 'error' AND p.status_b <> 'error'
+      AND p.trial_id_a IN (SELECT trial_id FROM ft) AND p.trial_id_b IN (SELECT trial_id FROM ft)
+    GROUP BY ALL
+),
+units AS (
+    SELECT
+        model, suite, task, category, prompt_style, family_id, seed, sample_idx,
+        any_value(answer_type) AS answer_type,
+        unnest(status_counts(status)),
+        list(variant ORDER BY coalesce(list_position(variant_list, variant), variant_rank), variant)
+            FILTER (WHERE status <> 'error') AS scored_variants,
+        string_agg(CASE WHEN status = 'correct' THEN 'C' ELSE 'W' END, ''
+                   ORDER BY coalesce(list_position(variant_list, variant), variant_rank), variant)
+            FILTER (WHERE status <> 'error') AS pattern,
+        list(predicted ORDER BY coalesce(list_position(variant_list, variant), variant_rank), variant)
+            FILTER (WHERE status <> 'error') AS answers
+    FROM ft
+    GROUP BY model, suite, task, category, prompt_style, family_id, seed, sample_idx
+)
+SELECT
+    u.model, u.suite, u.task, u.category, u.prompt_style, len(v.variants) AS k, v.variants,
+    u.family_id, u.seed, u.sample_idx, u.answer_type,
+    coalesce(u.scored_variants = v.variants, false) AS complete,
+    u.n_scored, u.n_correct, u.n_wrong, u.n_unparsable, u.n_error,
+    CASE WHEN u.scored_variants = v.variants THEN u.pattern END AS pattern,
+    CASE WHEN u.scored_variants = v.variants THEN u.answers END AS answers,
+    CASE WHEN u.scored_variants = v.variants THEN u.n_correct = len(v.variants) END AS invariant,
+    CASE
+        WHEN u.scored_variants IS DISTINCT FROM v.variants THEN NULL
+        WHEN u.n_unparsable > 0 OR coalesce(pv.n_unequal, 0) > 0 THEN false
+        ELSE true
+    END AS consistent
+FROM units u
+JOIN variant_sets v USING (model, suite, task, category, prompt_style)
+LEFT JOIN pair_verdicts pv USING (model, suite, task, category, prompt_style, family_id, seed, sample_idx)
+WHERE len(v.variants) >= 2;

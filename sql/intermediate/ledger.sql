@@ -1,0 +1,10 @@
+-- Intermediate: the ledger's answer per request.
+-- ledger: one row per request that has a response: the response that counts, the first ok one;
+-- without one, the latest error.
+
+CREATE OR REPLACE VIEW ledger AS
+SELECT * FROM responses
+QUALIFY row_number() OVER (
+    PARTITION BY request_id
+    ORDER BY (status = 'ok') DESC, CASE WHEN status = 'ok' THEN created_at END ASC, created_at DESC
+) = 1;

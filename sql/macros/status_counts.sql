@@ -1,0 +1,19 @@
+-- Macros: the outcome counts and accuracy that every metric reports, defined once.
+-- Conventions everywhere: n_scored = correct + wrong + unparsable; accuracy = n_correct /
+-- n_scored; errors are counted apart (n_error) and never folded into wrong; unparsable answers
+-- are scored and not correct.
+
+-- The five outcome counts of the score statuses `s` of a group, as one struct. A macro cannot
+-- return several columns, so a query unpacks it with `unnest(status_counts(status))` (which
+-- needs an explicit GROUP BY list: DuckDB refuses it beside GROUP BY ALL).
+CREATE OR REPLACE MACRO status_counts(s) AS {
+    'n_scored': count(*) FILTER (WHERE s <> 'error'),
+    'n_correct': count(*) FILTER (WHERE s = 'correct'),
+    'n_wrong': count(*) FILTER (WHERE s = 'wrong'),
+    'n_unparsable': count(*) FILTER (WHERE s = 'unparsable'),
+    'n_error': count(*) FILTER (WHERE s = 'error')
+};
+
+-- Accuracy of n_correct among n_scored; NULL when nothing was scored (only errors).
+CREATE OR REPLACE MACRO accuracy(n_correct, n_scored) AS
+    CASE WHEN n_scored > 0 THEN n_correct / n_scored END;

@@ -1,0 +1,9 @@
+-- Staging: provider batch jobs (tasks.batch_api).
+-- batch_jobs: one row per batch job, its latest state; `stored` means its lines are in the ledger.
+
+CREATE OR REPLACE VIEW raw_batch_jobs AS
+SELECT * FROM read_parquet('{{lake}}/batch_jobs/**/*.parquet', hive_partitioning = true, union_by_name = true);
+
+CREATE OR REPLACE VIEW batch_jobs AS
+SELECT * EXCLUDE (day) FROM raw_batch_jobs
+QUALIFY row_number() OVER (PARTITION BY batch_id ORDER BY updated_at DESC) = 1;

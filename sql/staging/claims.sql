@@ -1,0 +1,9 @@
+-- Staging: overlapping sweeps' claims on the requests they are sending (tasks.claims).
+-- claims: one row per request and claiming run: first claimed (for the tie-break), last renewed to.
+
+CREATE OR REPLACE VIEW raw_claims AS
+SELECT * FROM read_parquet('{{lake}}/claims/**/*.parquet', hive_partitioning = true, union_by_name = true);
+
+CREATE OR REPLACE VIEW claims AS
+SELECT request_id, run_id, min(claimed_at) AS claimed_at, max(expires_at) AS expires_at
+FROM raw_claims GROUP BY request_id, run_id;

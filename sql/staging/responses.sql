@@ -1,0 +1,16 @@
+-- Staging: the responses lake table (the ledger of every response ever received, errors included).
+-- responses: one row per response.
+-- cost_responses: one row per response, with a cost_usd column even over lakes written before
+-- responses had one (tasks.cost prices every response when it is stored).
+
+CREATE OR REPLACE VIEW raw_responses AS
+SELECT * FROM read_parquet('{{lake}}/responses/**/*.parquet', hive_partitioning = true, union_by_name = true);
+
+CREATE OR REPLACE VIEW responses AS
+SELECT * EXCLUDE (day) FROM raw_responses;
+
+-- Rows of older lakes read as NULL: unknown, never 0.
+CREATE OR REPLACE VIEW cost_responses AS
+SELECT * FROM responses
+UNION ALL BY NAME
+SELECT NULL::DOUBLE AS cost_usd WHERE false;
