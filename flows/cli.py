@@ -238,7 +238,8 @@ def import_families(
         fail(f"{file}: nothing imported:\n{exc}")
     dataset = summary["dataset"]
     console.print(f"imported {summary['families']} families ({summary['items']} items) as dataset {dataset}\n"
-                  f"run them: invarbench sweep --dataset {dataset}   (or add it to sweep.datasets)", highlight=False)
+                  f"run them: invarbench sweep --dataset {dataset}   (or add it to sweep.datasets)\n"
+                  f"prefect flow run: {summary['flow_run_id']}", highlight=False)
 
 
 @app.command()
@@ -394,7 +395,7 @@ def import_responses(
                title=f"run {summary['run_id']}: accuracy per task and bin")
     types = ", ".join(f"{task}: {t}" for task, t in sorted(summary["answer_types"].items()))
     console.print(f"{summary['message']}\n{summary['items']} items, {summary['requests']} requests; "
-                  f"answer types {types}", highlight=False)
+                  f"answer types {types}\nprefect flow run: {summary['flow_run_id']}", highlight=False)
     if summary["bins"]:
         console.print("bins (as written → stored): "
                       + ", ".join(f"{given} → {label}" for given, label in summary["bins"].items()), highlight=False)

@@ -1,7 +1,8 @@
 """The ``sweep`` flow: generate → dedupe/validate → call → parse → score → store, per batch.
 
 Prefect only orchestrates: each stage is a task run per batch (up to ``sweep.batch_size``
-items), never per item. Nothing reaches the lake before every batch has passed validation, so a
+items), never per item (the tasks are in :mod:`flows.stages`); with ``sweep.report`` the ``stats``
+task then computes the statistics and the ``report`` task draws the report from the warehouse. Nothing reaches the lake before every batch has passed validation, so a
 failing expectation leaves the lake untouched.
 """
 
@@ -48,7 +49,7 @@ def write_report(cfg: Config, run_id: str) -> Path:
     from flows.report import build_report  # matplotlib: loaded only by a sweep that reports
 
     with progress.stage("report", 1) as advance:
-        path = build_report(cfg, cfg.warehouse_path / "reports" / run_id, resamples=cfg.sweep.bootstrap_resamples)
+        path = build_report(cfg, cfg.warehouse_path / "reports" / run_id)
         advance(1)
     return path
 
