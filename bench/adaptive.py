@@ -17,7 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-import tasks  # noqa: E402,F401  - offline environment defaults
+from tasks.environment import apply_defaults  # noqa: E402
+
+apply_defaults()  # offline environment defaults before litellm or Prefect load
 from fakes import FakeProvider, FakeServer  # noqa: E402
 from tasks.call import run_calls  # noqa: E402
 from tasks.config import ModelConfig  # noqa: E402

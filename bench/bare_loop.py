@@ -52,7 +52,9 @@ def main() -> None:
     target.add_argument("--zero", action="store_true", help="the in-process zero-latency provider")
     args = parser.parse_args()
 
-    import tasks  # noqa: F401  - offline environment defaults before litellm loads
+    from tasks.environment import apply_defaults
+
+    apply_defaults()  # offline environment defaults before litellm loads
     import litellm
 
     litellm.suppress_debug_info = True

@@ -23,7 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import tasks  # noqa: E402,F401  - offline environment defaults
+from tasks.environment import apply_defaults  # noqa: E402
+
+apply_defaults()  # offline environment defaults before litellm or Prefect load
 from tasks.call import lookup_ledger  # noqa: E402
 from tasks.features import surface_features  # noqa: E402
 from tasks.parse import parse  # noqa: E402

@@ -134,7 +134,7 @@ def main() -> None:
     }
     ctx = Context(scale=scale, workdir=workdir, repeats=args.repeats, log=lambda m: print(m, flush=True))
     # A first flow run creates the private Prefect database, so no figure pays its migrations.
-    run([sys.executable, "-c", "import tasks\nfrom prefect import flow\n@flow\ndef warm(): pass\nwarm()"], workdir)
+    run([sys.executable, "-c", "from tasks.environment import apply_defaults\napply_defaults()\nfrom prefect import flow\n@flow\ndef warm(): pass\nwarm()"], workdir)
     figures: list[Figure] = []
     failures: dict[int, str] = {}
     for number, measure in FIGURES.items():

@@ -44,7 +44,9 @@ def _handler():
 
 def register() -> None:
     """Make ``benchzero/<anything>`` routable through litellm in this process."""
-    import tasks  # noqa: F401  - offline environment defaults before litellm loads
+    from tasks.environment import apply_defaults
+
+    apply_defaults()  # offline environment defaults before litellm loads
     import litellm
     from litellm.utils import custom_llm_setup
 

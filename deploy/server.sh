@@ -4,5 +4,5 @@
 # the open-source server has no authentication, so only on a network you trust.
 set -eu
 cd "$(dirname "$0")/.."
-export DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false
-exec "${VENV:-.venv}/bin/prefect" server start --host "${HOST:-127.0.0.1}" --port "${PORT:-4200}"
+# tasks.environment applies the offline defaults (no analytics) and starts the server.
+exec "${VENV:-.venv}/bin/python" -m tasks.environment "${VENV:-.venv}/bin/prefect" server start --host "${HOST:-127.0.0.1}" --port "${PORT:-4200}"

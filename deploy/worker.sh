@@ -7,8 +7,9 @@
 #                    sweep waits for its batches while holding one)
 set -eu
 cd "$(dirname "$0")/.."
-export DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false LITELLM_LOCAL_MODEL_COST_MAP=True
 export PREFECT_API_URL="${PREFECT_API_URL:-http://127.0.0.1:4200/api}"
 # The deployments' pull step starts every flow run here (deploy/prefect.yaml): no code is fetched.
 export INVARBENCH_HOME="$(pwd)"
-exec "${VENV:-.venv}/bin/prefect" worker start --pool invarbench --type process --limit "${WORKER_LIMIT:-4}"
+# tasks.environment applies the offline defaults (no analytics, no price-map download) and
+# starts the worker; its flow runs inherit them.
+exec "${VENV:-.venv}/bin/python" -m tasks.environment "${VENV:-.venv}/bin/prefect" worker start --pool invarbench --type process --limit "${WORKER_LIMIT:-4}"

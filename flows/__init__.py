@@ -1,3 +1,1 @@
-"""Prefect flows (orchestration only: sweep, rescore, report, import) and the ``invarbench`` CLI."""
-
-import tasks  # noqa: F401  - sets the offline environment defaults before Prefect or litellm load
+"""Prefect flows (orchestration only: sweep, rescore, report, imports) and the ``invarbench`` CLI."""

@@ -3,7 +3,7 @@
 ``sweep(dispatch=True)`` generates, validates and stores the items as usual, then creates one
 flow run of the ``sweep-batch/batch`` deployment per unit (:func:`dispatch_units`). A unit reads
 its items from the lake by id, and runs call → parse → score exactly as a local sweep does
-(:func:`flows.sweep.run_unit`). Each request belongs to exactly one unit and the ledger
+(:func:`flows.stages.run_unit`). Each request belongs to exactly one unit and the ledger
 anti-join sends only what has no ``ok`` response yet, so the workers together store one response
 per request, also when a unit is run again after a crash.
 
@@ -26,10 +26,11 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowR
 from prefect.client.schemas.objects import TERMINAL_STATES, FlowRun, StateType
 from prefect.deployments import run_deployment
 
-from flows.sweep import run_unit
+from flows.stages import run_unit
 from tasks import embedded
 from tasks.call import CallStats
 from tasks.config import ConfigError, load_config
+from tasks.environment import apply_defaults
 from tasks.store import read
 
 BATCH_DEPLOYMENT = "sweep-batch/batch"
@@ -61,6 +62,7 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
 
     Fails (after storing what it has) when an embedded model's worker process died during it.
     """
+    apply_defaults()
     cfg = load_config(config_path, overrides)
     rows = load_items(cfg.lake_path, item_ids)
     crashes_before = len(embedded.crashes())

@@ -13,8 +13,6 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional
 
-import flows  # noqa: F401  - offline environment defaults first
-
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -22,6 +20,7 @@ from rich.table import Table
 
 from tasks import progress
 from tasks.config import ConfigError, load_config
+from tasks.environment import apply_defaults
 from tasks.suites.base import GeneratorError
 
 app = typer.Typer(help="invarbench: robustness of language models under answer-preserving transformations.",
@@ -220,24 +219,27 @@ def import_families(
     prompt_styles: str = typer.Option("direct", help="comma-separated: direct, json, convert_then_solve"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
-    """Import a parallel geometry set as families and variants (validated; stored as one dataset)."""
-    from tasks.generate import import_families as load
-    from tasks.store import write_new_items
-    from tasks.suites.geometry.imported import ImportFamiliesError
-    from tasks.validate import ValidationFailed, validate_items
+    """Import a parallel geometry set as families and variants (validated; stored as one dataset).
 
-    cfg = _load(config)
+    The import is a Prefect flow and a run of kind ``import-families`` (see ``invarbench runs``).
+    """
+    _load(config)
     if not file.exists():
         fail(f"{file}: no such file")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from flows.imports import import_families as import_flow
+    from tasks.suites.geometry.imported import ImportFamiliesError
+    from tasks.validate import ValidationFailed
+
     try:
-        dataset, rows = load(str(file), [s.strip() for s in prompt_styles.split(",") if s.strip()])
-        validate_items(rows, batch_name="import")
+        summary = import_flow(str(file), [s.strip() for s in prompt_styles.split(",") if s.strip()],
+                              str(config) if config else None)
     except (ImportFamiliesError, GeneratorError, ValidationFailed) as exc:
         fail(f"{file}: nothing imported:\n{exc}")
-    write_new_items(cfg.lake_path, rows)
-    families = len({r["family_id"] for r in rows})
-    console.print(f"imported {families} families ({len(rows)} items) as dataset {dataset}\n"
-                  f"run them: invarbench sweep --dataset {dataset}   (or add it to sweep.datasets)", highlight=False)
+    dataset = summary["dataset"]
+    console.print(f"imported {summary['families']} families ({summary['items']} items) as dataset {dataset}\n"
+                  f"run them: invarbench sweep --dataset {dataset}   (or add it to sweep.datasets)\n"
+                  f"prefect flow run: {summary['flow_run_id']}", highlight=False)
 
 
 @app.command()
@@ -254,7 +256,7 @@ def sql(
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config)
-    catalog = cfg.warehouse_path / "invarbench.duckdb"
+    catalog = cfg.catalog_path
     if not query_text:
         console.print(
             f"The warehouse catalog is {catalog} (views only, over Parquet in {cfg.warehouse.lake or cfg.lake_path}).\n"
@@ -355,11 +357,13 @@ def report(
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default <warehouse>/reports/<timestamp>/)"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
-    """Write the HTML report (self-contained, offline) and a PNG per figure; print the HTML path."""
+    """Compute the statistics, then write the HTML report (self-contained, offline) and a PNG per figure;
+    print the HTML path."""
     from flows.report import build_report
 
     cfg = _load(config)
-    path = build_report(cfg, out, progress=lambda step: err.print(f"report: {step}", highlight=False))
+    path = build_report(cfg, out, progress=lambda step: err.print(f"report: {step}", highlight=False),
+                        refresh_stats=True)
     console.print(str(path), highlight=False, soft_wrap=True)
 
 
@@ -374,22 +378,24 @@ def import_responses(
     """Store responses produced elsewhere as a run, then parse and score them like any sweep's.
 
     Nothing is written when a column is missing, the file is empty or a row cannot be decoded
-    (exit 2, the message names the row and column).
+    (exit 2, the message names the row and column). The import is a Prefect flow and a run of
+    kind ``import`` (see ``invarbench runs``).
     """
-    from flows.sweep import headline
-    from tasks.imports import ImportRejected, plan_import, store_import
-
     cfg = _load(config)
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from flows.imports import import_responses as import_flow
+    from flows.sweep import headline
+    from tasks.imports import ImportRejected
+
     try:
-        plan = plan_import(file, model)
+        summary = import_flow(str(file), model, str(config) if config else None)
     except ImportRejected as exc:
         fail(str(exc))
-    summary = store_import(plan, cfg.lake_path)
     print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(cfg.lake_path, summary["run_id"])],
                title=f"run {summary['run_id']}: accuracy per task and bin")
     types = ", ".join(f"{task}: {t}" for task, t in sorted(summary["answer_types"].items()))
     console.print(f"{summary['message']}\n{summary['items']} items, {summary['requests']} requests; "
-                  f"answer types {types}", highlight=False)
+                  f"answer types {types}\nprefect flow run: {summary['flow_run_id']}", highlight=False)
     if summary["bins"]:
         console.print("bins (as written → stored): "
                       + ", ".join(f"{given} → {label}" for given, label in summary["bins"].items()), highlight=False)
@@ -402,6 +408,7 @@ def main() -> None:
     # llama-cpp-python keeps two /dev/null handles open for the life of the process; the
     # interpreter's exit would otherwise report them under every table this CLI prints.
     warnings.filterwarnings("ignore", category=ResourceWarning)
+    apply_defaults()  # before any command loads Prefect or litellm
     from tasks.store import LakeError
 
     try:

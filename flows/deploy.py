@@ -29,6 +29,7 @@ from prefect.exceptions import ObjectNotFound
 from prefect.workers.process import ProcessWorker
 
 from tasks.config import Config, ConfigError, load_config
+from tasks.environment import apply_defaults
 from tasks.limits import LimitSpec, ensure_limits, limit_specs, shares_limits
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", "-c", type=Path, default=Path("invarbench.toml"),
                         help="configuration file the nightly sweep runs (default: invarbench.toml)")
     args = parser.parse_args(argv)
+    apply_defaults()  # prefect deploy runs as a child and inherits them
     if not os.environ.get("PREFECT_API_URL"):
         print("error: PREFECT_API_URL is not set; start a server (make server) and export "
               "PREFECT_API_URL=http://127.0.0.1:4200/api", file=sys.stderr)

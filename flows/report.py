@@ -1,7 +1,8 @@
 """The report: one self-contained HTML file, plus a PNG per figure, over the whole warehouse.
 
-:func:`build_report` first computes the statistics (:func:`tasks.stats.compute_stats`, scope
-``all``), then reads the metric views and writes ``<out_dir>/report.html`` and the figures. The
+:func:`build_report` reads the metric views and the latest statistics of scope ``all`` (written
+by :func:`tasks.stats.compute_stats`: the sweep's stats task, or ``refresh_stats=True`` first)
+and writes ``<out_dir>/report.html`` and the figures; drawing the report writes nothing to the lake. The
 HTML embeds every figure as a base64 PNG and its style inline: it loads nothing (no scripts, no
 fonts, no URLs), so it opens offline and can be mailed as one file. A figure without data is
 replaced by a note saying so; nothing in the report fails on an empty or tiny warehouse.
@@ -33,7 +34,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tasks.config import Config  # noqa: E402
-from tasks.stats import compute_stats  # noqa: E402
 from tasks.store import connect  # noqa: E402
 
 MAX_TABLE_ROWS = 200
@@ -481,20 +481,33 @@ def render_html(parts: list[Section], meta: dict[str, str]) -> str:
             f"<h2>Contents</h2><ol>{toc}</ol>{''.join(body)}</body></html>")
 
 
-def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000,
-                 progress: Callable[[str], None] | None = None) -> Path:
-    """Compute the statistics, then write ``report.html`` and one PNG per figure; returns the HTML path.
+def bootstrap_meta(intervals: pd.DataFrame) -> str:
+    """The report's line on the bootstrap: resamples, seed and computation of the intervals shown."""
+    if intervals.empty:
+        return "no bootstrap intervals stored yet (a sweep with report = true, or `invarbench report`, computes them)"
+    first = intervals.iloc[0]
+    return f"{first['resamples']} family resamples, seed {first['seed']}, computation {first['computation_id']}"
 
-    ``out_dir`` defaults to ``<warehouse>/reports/<timestamp>/``. The bootstrap uses
-    ``cfg.sweep.seed`` and ``resamples``; breaking points use ``cfg.sweep.breaking_threshold``.
+
+def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000,
+                 progress: Callable[[str], None] | None = None, refresh_stats: bool = False) -> Path:
+    """Write ``report.html`` and one PNG per figure; returns the HTML path.
+
+    ``out_dir`` defaults to ``<warehouse>/reports/<timestamp>/``. With ``refresh_stats`` the
+    statistics are computed first (:func:`tasks.stats.compute_stats`, bootstrap with
+    ``cfg.sweep.seed`` and ``resamples``; the one write to the lake); otherwise the report shows
+    the latest ones stored. Breaking points use ``cfg.sweep.breaking_threshold``.
     """
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
     lake = cfg.lake_path
     threshold = cfg.sweep.breaking_threshold
-    if progress:
-        progress("computing statistics")
-    summary = compute_stats(lake, resamples=resamples, seed=cfg.sweep.seed)
+    if refresh_stats:
+        from tasks.stats import compute_stats  # the report module itself only reads
+
+        if progress:
+            progress("computing statistics")
+        compute_stats(lake, resamples=resamples, seed=cfg.sweep.seed)
     con = connect(lake)
     try:
         frames = load(con, threshold)
@@ -510,7 +523,7 @@ def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000
         "generated (UTC)": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M:%S}",
         "warehouse": str(cfg.warehouse_path),
         "scope": "every stored score (latest parser and scorer versions)",
-        "bootstrap": f"{resamples} family resamples, seed {cfg.sweep.seed}, computation {summary['computation_id']}",
+        "bootstrap": bootstrap_meta(frames["intervals"]),
     }
     target = out / "report.html"
     tmp = out / ".report.html.tmp"

@@ -1,32 +1,29 @@
 """The ``sweep`` flow: generate → dedupe/validate → call → parse → score → store, per batch.
 
 Prefect only orchestrates: each stage is a task run per batch (up to ``sweep.batch_size``
-items), never per item. Nothing reaches the lake before every batch has passed validation, so a
+items), never per item (the tasks are in :mod:`flows.stages`); with ``sweep.report`` the ``stats``
+task then computes the statistics and the ``report`` task draws the report from the warehouse. Nothing reaches the lake before every batch has passed validation, so a
 failing expectation leaves the lake untouched.
 """
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
-import duckdb
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NONE
-from prefect.runtime import flow_run
 
+from flows import batch as scale_out
+from flows.stages import generate_items, load_datasets, run_unit, store_items_batch, validate_batch
 from tasks import embedded, lifecycle, progress
-from tasks.call import CallStats, run_calls, step_plan
-from tasks.config import Config, ConfigError, load_config
-from tasks.cost import BudgetExceeded
-from tasks.generate import generate_task, item_row
+from tasks.call import CallStats
+from tasks.config import Config, load_config
+from tasks.environment import apply_defaults
 from tasks.records import canonical_json
-from tasks.score import StageStats, parse_stage, score_stage
-from tasks.selection import Selection
-from tasks.store import build_catalog, ensure_lake, now_utc, read, write_new_items
-from tasks.validate import dedupe, validate_items
+from tasks.store import ensure_lake, read
+from tasks.validate import dedupe
 
 
 def chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
@@ -34,81 +31,25 @@ def chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
     return [list(rows[i : i + size]) for i in range(0, len(rows), size)]
 
 
-@task(name="generate", task_run_name="generate-{suite}.{task_name}", cache_policy=NONE)
-def generate_stage(suite: str, task_name: str, params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
-    """Items of one task as lake rows."""
-    dataset, items = generate_task(suite, task_name, params, seed)
-    return [item_row(item, dataset) for item in items]
+@task(name="stats", cache_policy=NONE)
+def compute_statistics(cfg: Config) -> dict[str, Any]:
+    """The statistics SQL cannot compute (bootstrap intervals, regressions) over the warehouse,
+    written to the lake for the report and the views to read."""
+    from tasks.stats import compute_stats  # statsmodels and pandas: loaded only by a sweep that reports
 
-
-@task(name="load-datasets", cache_policy=NONE)
-def stored_datasets_stage(lake: str, datasets: list[str]) -> list[dict[str, Any]]:
-    """Item rows of stored datasets (imported families); an unknown id is a ConfigError."""
-    rows = read(lake, "SELECT * FROM items WHERE dataset_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY item_id",
-                [datasets])
-    missing = sorted(set(datasets) - {r["dataset_id"] for r in rows})
-    if missing:
-        raise ConfigError(f"sweep.datasets: no stored dataset {', '.join(missing)}; see `invarbench sql "
-                          f"\"SELECT DISTINCT dataset_id, suite, task FROM items\"`")
-    return rows
-
-
-@task(name="validate", task_run_name="validate-batch-{index}", cache_policy=NONE)
-def validate_stage(rows: list[dict[str, Any]], index: int) -> int:
-    """Great Expectations over one batch; raises ValidationFailed on any failed expectation."""
-    return validate_items(rows, batch_name=f"batch_{index}", distinct_problems=True)
-
-
-@task(name="store-items", task_run_name="store-items-batch-{index}", cache_policy=NONE)
-def store_items_stage(lake: str, rows: list[dict[str, Any]], index: int) -> int:
-    """Write the batch's items that the lake does not hold yet (items are content-addressed)."""
-    return write_new_items(lake, rows)
-
-
-@task(name="call", task_run_name="call-{model}-batch-{index}", cache_policy=NONE)
-def call_stage(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
-    """Every trial of the batch on one model; only ledger misses are sent."""
-    total = sum(len(step_plan(r)) for r in rows) * cfg.sweep.samples
-    with progress.stage(f"call {model} batch {index}", total) as advance:
-        return run_calls(rows, model, cfg.model(model), run_id, lake, cfg.sweep.samples, advance, cfg.sweep)
-
-
-@task(name="parse", task_run_name="parse-{model}-batch-{index}", cache_policy=NONE)
-def parse_batch(lake: str, selection: Selection, model: str, index: int) -> StageStats:
-    """Parse the batch's new responses."""
-    with progress.stage(f"parse {model} batch {index}", 1) as advance:
-        stats = parse_stage(lake, selection)
+    with progress.stage("statistics", 1) as advance:
+        summary = compute_stats(cfg.lake_path, resamples=cfg.sweep.bootstrap_resamples, seed=cfg.sweep.seed)
         advance(1)
-    return stats
-
-
-@task(name="score", task_run_name="score-{model}-batch-{index}", cache_policy=NONE)
-def score_batch(lake: str, selection: Selection, run_id: str, model: str, index: int) -> StageStats:
-    """Score the batch's trials."""
-    with progress.stage(f"score {model} batch {index}", 1) as advance:
-        stats = score_stage(lake, selection, run_id)
-        advance(1)
-    return stats
-
-
-def run_unit(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
-    """One model on one batch: call the model, then parse and score what it answered."""
-    stats = call_stage(lake, rows, model, cfg, run_id, index)
-    selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows))
-    parse_batch(lake, selection, model, index)
-    score_batch(lake, selection, run_id, model, index)
-    if stats.budget:
-        raise BudgetExceeded(stats.budget)  # after parse and score: what was answered counts
-    return stats
+    return summary
 
 
 @task(name="report", cache_policy=NONE)
-def report_stage(cfg: Config, run_id: str) -> Path:
-    """Statistics over the warehouse and the HTML report with its figures."""
-    from flows.report import build_report
+def write_report(cfg: Config, run_id: str) -> Path:
+    """The HTML report with its figures, read from the warehouse (it writes nothing to the lake)."""
+    from flows.report import build_report  # matplotlib: loaded only by a sweep that reports
 
     with progress.stage("report", 1) as advance:
-        path = build_report(cfg, cfg.warehouse_path / "reports" / run_id, resamples=cfg.sweep.bootstrap_resamples)
+        path = build_report(cfg, cfg.warehouse_path / "reports" / run_id)
         advance(1)
     return path
 
@@ -154,23 +95,22 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     With ``dispatch``, each (model, batch) unit runs as a flow run of the ``sweep-batch``
     deployment that any worker on the pool may pick up (:mod:`flows.batch`); without it, here.
     """
+    apply_defaults()
     logger = get_run_logger()
     cfg = load_config(config_path, overrides).select(**(select or {}))
     if dispatch:
-        from flows import batch as scale_out  # it imports this module's stages
-
         scale_out.require_server()
     lake, size = cfg.lake_path, cfg.sweep.batch_size
-    run_id = f"{now_utc():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    run_id = lifecycle.new_run_id()
 
     rows: list[dict[str, Any]] = []
     selected = cfg.selected_tasks()
     with progress.stage("generate", len(selected)) as advance:
         for suite, task_name in selected:
-            rows.extend(generate_stage(suite, task_name, cfg.task_params(suite, task_name), cfg.sweep.seed))
+            rows.extend(generate_items(suite, task_name, cfg.task_params(suite, task_name), cfg.sweep.seed))
             advance(1)
     if cfg.sweep.datasets:
-        rows.extend(stored_datasets_stage(lake, cfg.sweep.datasets))
+        rows.extend(load_datasets(lake, cfg.sweep.datasets))
     rows, identical, dropped_families = dedupe(rows)
     for d in dropped_families:
         logger.warning("dropped family %s of %s.%s: it repeats a prompt of family %s of %s.%s",
@@ -179,7 +119,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     batches = chunks(rows, size)
     with progress.stage("validate", len(batches)) as advance:
         for i, batch in enumerate(batches):
-            validate_stage(batch, i)
+            validate_batch(batch, i)
             advance(1)
     logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d batch(es)",
                 len(rows), identical, len(dropped_families), len(batches))
@@ -190,14 +130,14 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     for stale in lifecycle.mark_stale_crashed(lake):
         logger.warning("run %s marked crashed: %s", stale["run_id"], stale["message"])
     run = lifecycle.Run(lake, run_id, "sweep", config=canonical_json(cfg.resolved()),
-                        models=canonical_json(cfg.sweep.models), flow_run_id=str(flow_run.get_id() or ""))
+                        models=canonical_json(cfg.sweep.models), flow_run_id=lifecycle.flow_run_id())
     run.start(n_items=len(rows))
     crashes_before = len(embedded.crashes())
     counts: dict[str, int] = {}
     try:
         with progress.stage("store items", len(batches)) as advance:
             for i, batch in enumerate(batches):
-                store_items_stage(lake, batch, i)
+                store_items_batch(lake, batch, i)
                 advance(1)
 
         units = [(model, i) for model in cfg.sweep.models for i in range(len(batches))]
@@ -221,19 +161,16 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
         counts.update(n_requests=totals.requests, n_sent=totals.sent, n_cached=totals.cached,
                       n_errors=totals.errors)
 
-        catalog = cfg.warehouse_path / "invarbench.duckdb"
-        try:
-            build_catalog(catalog, lake)
-        except duckdb.IOException as exc:
-            # A user's DuckDB shell holding the catalog must not fail a finished sweep: the lake is
-            # complete, and the views only change when sql/ does.
-            logger.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
+        catalog = lifecycle.rebuild_catalog(cfg)
         # Every other model has had its turn; what the dead worker had answered is stored.
         embedded.check_crashes(crashes_before)
         table = headline(lake, run_id)
-        report = report_stage(cfg, run_id) if cfg.sweep.report else None
+        report = None
+        if cfg.sweep.report:
+            compute_statistics(cfg)
+            report = write_report(cfg, run_id)
         summary = {
-            "run_id": run_id, "flow_run_id": str(flow_run.get_id() or ""), "items": len(rows),
+            "run_id": run_id, "flow_run_id": run.flow_run_id, "items": len(rows),
             "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
             "dropped_families": dropped_families,
             "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,

@@ -26,7 +26,8 @@ from typing import Any, Sequence
 
 import litellm
 
-from tasks.cost import Budget, estimate_cost, price
+from tasks.cost import Budget, estimate_cost
+from tasks.pricing import price
 from tasks.models import Caller
 from tasks.records import Request, Response
 from tasks.store import now_utc, read, write_rows

@@ -248,6 +248,11 @@ class Config(_Strict):
         return Path(self.warehouse.path).expanduser().resolve()
 
     @property
+    def catalog_path(self) -> Path:
+        """The catalog file (DuckDB views over the lake) in the warehouse folder."""
+        return self.warehouse_path / "invarbench.duckdb"
+
+    @property
     def lake_path(self) -> str:
         """The lake root: a local path, or an object-store URL.
 
@@ -350,7 +355,7 @@ def _check_budget_prices(cfg: Config) -> None:
     budgeted = [n for n in cfg.sweep.models if cfg.sweep.max_cost_usd or cfg.model(n).max_cost_usd]
     if not budgeted:
         return
-    from tasks.cost import price  # imports litellm: only when a budget is configured
+    from tasks.pricing import price  # imports litellm: only when a budget is configured
 
     for name in budgeted:
         if price(cfg.model(name)) is None:

@@ -1,8 +1,8 @@
 """What a response cost, and the budget that stops a sweep before it spends too much.
 
-Prices come from the model's configuration (``input_cost_per_mtok`` / ``output_cost_per_mtok``,
-USD per million tokens) when set, else from litellm's bundled price table (read offline: the
-package's own copy, see :mod:`tasks`). Embedded models cost 0: they run on this machine and
+Prices (:mod:`tasks.pricing`) come from the model's configuration (``input_cost_per_mtok`` /
+``output_cost_per_mtok``, USD per million tokens) when set, else from litellm's bundled price
+table (read offline: the package's own copy, see :mod:`tasks.environment`). Embedded models cost 0: they run on this machine and
 nobody is paid per token. A model neither configured nor in the table has no price, and its
 responses' ``cost_usd`` is NULL, never 0, so a sum never passes an unknown cost off as free.
 
@@ -15,37 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tasks.config import ModelConfig
+from tasks.pricing import Price
 from tasks.store import read
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per prompt token and per completion token, and where the figures come from."""
-
-    input_per_token: float
-    output_per_token: float
-    source: str  # "config" | "litellm" | "embedded"
-
-
-def price(cfg: ModelConfig, batch: bool = False) -> Price | None:
-    """The model's price (configured first, then litellm's table); None when unknown."""
-    if cfg.input_cost_per_mtok is not None and cfg.output_cost_per_mtok is not None:
-        return Price(cfg.input_cost_per_mtok / 1e6, cfg.output_cost_per_mtok / 1e6, "config")
-    if cfg.provider == "local":
-        return Price(0.0, 0.0, "embedded")
-    import litellm
-
-    try:
-        info = litellm.get_model_info(cfg.model)
-    except Exception:  # noqa: BLE001 - litellm raises several types for "not in the table"
-        return None
-    suffix = "_batches" if batch else ""
-    p_in = info.get(f"input_cost_per_token{suffix}") or info.get("input_cost_per_token")
-    p_out = info.get(f"output_cost_per_token{suffix}") or info.get("output_cost_per_token")
-    if p_in is None or p_out is None:
-        return None
-    return Price(float(p_in), float(p_out), "litellm")
 
 
 def response_cost(p: Price | None, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:

@@ -1,4 +1,6 @@
-"""Surface features of a prompt (SPEC §4), computed for every item of every suite.
+"""Surface features of a prompt, computed for every item of every suite.
+
+Described in docs/data-model.md#surface-features.
 
 Each feature counts exactly what its name says, so the surface-complexity regression measures
 what it claims (one of the GeoRepEval scripts' defects):

@@ -31,7 +31,8 @@ def generate_task(suite: str, task: str, params: dict[str, Any], seed: int) -> t
 
 
 def item_row(item: Item, dataset: str) -> dict[str, Any]:
-    """The lake row of an item: every SPEC §1 column, messages and steps as JSON, surface features."""
+    """The lake row of an item: every column of docs/data-model.md#items, messages and steps as JSON,
+    surface features."""
     return {
         "item_id": item.item_id,
         "dataset_id": dataset,
@@ -60,7 +61,7 @@ def item_row(item: Item, dataset: str) -> dict[str, Any]:
     }
 
 
-def import_families(path: str, prompt_styles: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
+def family_rows(path: str, prompt_styles: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
     """Item rows of an imported parallel set (geometry); the dataset id hashes the file's bytes.
 
     Raises ImportFamiliesError (naming rows and columns) before any row is built.

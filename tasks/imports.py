@@ -71,7 +71,7 @@ from typing import Any
 from tasks.call import request_row, lookup_ledger, trial_id
 from tasks.generate import dataset_id, item_row
 from tasks.records import Item, Request, Response, Route, canonical_json
-from tasks.score import parse_stage, score_stage
+from tasks.score import parse_responses, score_trials
 from tasks.selection import Selection
 from tasks.store import now_utc, write_new_items, write_rows
 from tasks.suites import SUITES, suite_tasks
@@ -363,21 +363,15 @@ def plan_import(path: Path, model: str) -> ImportPlan:
 
 # --- storing ------------------------------------------------------------------------------------
 
-def _run_row(run_id: str, plan: ImportPlan, status: str, started: Any, **counts: Any) -> dict[str, Any]:
-    return {
-        "run_id": run_id, "flow_run_id": "", "kind": "import", "status": status, "started_at": started,
-        "updated_at": now_utc(), "models": canonical_json([plan.model]), "n_items": len(plan.items),
-        "config": canonical_json({"source": plan.source, "model": plan.model, "answer_types": plan.answer_types,
-                                  "ignored_columns": plan.ignored_columns, "bins": plan.bins}),
-        **counts,
-    }
+def run_config(plan: ImportPlan) -> str:
+    """The ``config`` of an import's run: source file, model, answer types, ignored columns, bins."""
+    return canonical_json({"source": plan.source, "model": plan.model, "answer_types": plan.answer_types,
+                           "ignored_columns": plan.ignored_columns, "bins": plan.bins})
 
 
-def store_import(plan: ImportPlan, lake: str) -> dict[str, Any]:
-    """Write the plan as a run (items, requests, responses), then parse and score it; returns a summary."""
-    run_id = f"{now_utc():%Y%m%dT%H%M%S}-import-{uuid.uuid4().hex[:8]}"
-    started = now_utc()
-    write_rows(lake, "runs", [_run_row(run_id, plan, "running", started)])
+def store_import(plan: ImportPlan, lake: str, run_id: str) -> dict[str, Any]:
+    """Write the plan as run ``run_id`` (items, requests, responses), then parse and score it;
+    returns a summary. The run's own rows are the caller's (:func:`flows.imports.import_responses`)."""
     # Items are content-addressed: one already in the lake is the same item, and the items view keeps one.
     write_new_items(lake, plan.items)
     write_rows(lake, "requests", [request_row(run_id, req, 0) for req in plan.requests])
@@ -388,13 +382,11 @@ def store_import(plan: ImportPlan, lake: str) -> dict[str, Any]:
         text=plan.texts[req.request_id], error=None, attempts=0, latency_s=None, prompt_tokens=None,
         completion_tokens=None, created_at=now_utc())) for req in fresh])
     selection = Selection(run_ids=(run_id,))
-    parsed = parse_stage(lake, selection)
-    scored = score_stage(lake, selection, run_id)
+    parsed = parse_responses(lake, selection)
+    scored = score_trials(lake, selection, run_id)
     cached = len(plan.requests) - len(fresh)
     message = (f"imported {len(fresh)} response(s) from {plan.source}"
                + (f"; {cached} already in the ledger kept their stored response" if cached else ""))
-    write_rows(lake, "runs", [_run_row(run_id, plan, "completed", started, n_requests=len(plan.requests),
-                                       n_sent=0, n_cached=cached, n_errors=0, message=message)])
     return {"run_id": run_id, "items": len(plan.items), "requests": len(plan.requests), "stored": len(fresh),
             "cached": cached, "parsed": parsed.written, "scored": scored.written, "answer_types": plan.answer_types,
             "ignored_columns": plan.ignored_columns, "bins": plan.bins, "message": message}

@@ -10,6 +10,9 @@ would read ``running`` for ever. A run of a kind that heartbeats whose latest ro
 and older than :data:`STALE_AFTER` has therefore lost its process: :func:`list_runs` shows it as
 ``crashed``, and :func:`mark_stale_crashed` (called by every sweep before it starts) appends a
 ``crashed`` row for it and marks its Prefect flow run Crashed if that is still Running.
+
+Every kind of run (sweep, rescore, both imports) goes through :class:`Run`, gets its id from
+:func:`new_run_id` and ends with :func:`rebuild_catalog`, so they differ only in their work.
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ import datetime as dt
 import logging
 import threading
 import uuid
+from pathlib import Path
+from types import TracebackType
 from typing import Any
 
-from tasks.store import SCHEMAS, now_utc, read, write_rows
+import duckdb
+
+from tasks.config import Config
+from tasks.store import SCHEMAS, build_catalog, now_utc, read, write_rows
 
 # A live run writes a heartbeat row this often...
 HEARTBEAT_SECONDS = 60.0
@@ -33,11 +41,38 @@ HEARTBEAT_KINDS = ("sweep",)
 log = logging.getLogger(__name__)
 
 
+def new_run_id() -> str:
+    """A new run id: UTC start time to the second, then 8 random hex digits (``20250101T120000-1a2b3c4d``),
+    so ids sort by start and two runs started in one second differ."""
+    return f"{now_utc():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+
+
+def flow_run_id() -> str:
+    """The id of the Prefect flow run this code runs in, or ``""`` outside one."""
+    from prefect.runtime import flow_run
+
+    return str(flow_run.get_id() or "")
+
+
+def rebuild_catalog(cfg: Config) -> Path:
+    """Rebuild the catalog after a run; returns its path. A catalog held open elsewhere (a user's
+    DuckDB shell) is left as it is with a warning: the lake is complete, and the views only change
+    when sql/ does, so the run must not fail for it."""
+    catalog = cfg.catalog_path
+    try:
+        build_catalog(catalog, cfg.lake_path)
+    except duckdb.IOException as exc:
+        log.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
+    return catalog
+
+
 class Run:
     """One run's rows in the ``runs`` table; use :meth:`start`, then :meth:`finish` or :meth:`fail`.
 
     ``counts`` (``n_items``, ``n_requests``, ...) given to any method are kept and repeated in
-    every later row, heartbeats included.
+    every later row, heartbeats included. As a context manager (``with Run(...).start() as run:``)
+    an exception ends the run ``failed`` with its message, and a block that did not end the run
+    ends it ``completed``.
     """
 
     def __init__(self, lake: str, run_id: str, kind: str, *, config: str, models: str, flow_run_id: str = "",
@@ -71,6 +106,17 @@ class Run:
             self._thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat-{self.run_id}")
             self._thread.start()
         return self
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        # Without the failed row the run would read `running` until its heartbeat went stale.
+        if exc is not None:
+            self.fail(f"{type(exc).__name__}: {exc}")
+        else:
+            self.finish()  # nothing when the block already ended the run
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):

@@ -29,13 +29,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 from tasks.config import ModelConfig
 from tasks.records import content_hash
-
-if TYPE_CHECKING:
-    from tasks.models import RateLimiter
 
 PREFIX = "invarbench"
 
@@ -121,10 +118,18 @@ def check_limits(specs: list[LimitSpec]) -> None:
         )
 
 
+class Limiter(Protocol):
+    """What :class:`SharedLimiter` needs of the in-process limiter (:class:`tasks.models.RateLimiter`);
+    a protocol, so that this module does not import the one that imports it."""
+
+    async def run(self, tokens: int, call: Callable[[], Awaitable[Any]]) -> Any:
+        """Wait for the limits, then await ``call()``."""
+
+
 class SharedLimiter:
     """The in-process limiter first, then the model's shared slots, held while the call runs."""
 
-    def __init__(self, local: "RateLimiter", specs: list[LimitSpec]):
+    def __init__(self, local: Limiter, specs: list[LimitSpec]):
         self._local = local
         self._concurrency = next(s for s in specs if not s.is_rate)
         self._rates = [s for s in specs if s.is_rate]

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from tasks.environment import apply_defaults
+
 
 @dataclass(frozen=True)
 class EmbeddedModel:
@@ -195,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tasks.local_llm", description="embedded-model worker process")
     parser.add_argument("--parent", type=int, required=True, help="pid of the process that owns this worker")
     args = parser.parse_args(argv)
+    apply_defaults()  # a process of its own: the parent's call does not reach its imports
     if os.getppid() != args.parent:
         return  # the parent is already gone
     threading.Thread(target=_exit_with, args=(args.parent,), daemon=True, name="parent-watch").start()

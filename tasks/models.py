@@ -24,7 +24,8 @@ import litellm
 
 from tasks import embedded, limits, local_llm
 from tasks.config import ModelConfig
-from tasks.cost import Price, price, prompt_token_estimate, response_cost
+from tasks.cost import prompt_token_estimate, response_cost
+from tasks.pricing import Price, price
 from tasks.records import Request, Response, Route
 from tasks.store import now_utc
 

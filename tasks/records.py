@@ -1,8 +1,8 @@
 """Typed records at the pipeline's boundaries and the content hashing that names them.
 
-The vocabulary follows SPEC §1: an *item* is one prompt with its gold answer, a *request* one
-model call, a *response* the raw result of a request, a *parse* and a *score* are derived from
-responses by versioned code. A *trial* is one attempt of one item by one model configuration
+The vocabulary (docs/data-model.md#vocabulary): an *item* is one prompt with its gold answer, a
+*request* one model call, a *response* the raw result of a request, a *parse* and a *score* are
+derived from responses by versioned code. A *trial* is one attempt of one item by one model configuration
 (``sample_idx`` included); it is made of one request, or several linked ones for chained solvers
 such as the symmetry suite's associativity protocol.
 """
@@ -44,7 +44,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Item:
-    """One prompt with its gold answer (SPEC §1). Built by generators, never mutated.
+    """One prompt with its gold answer; built by generators, never mutated (docs/data-model.md#items).
 
     ``solver`` is ``generate`` (one call with ``messages``) or ``chain`` (the ``steps`` run in
     order, the last one's answer is scored). ``params`` holds the generator's per-item
@@ -115,7 +115,10 @@ class Request:
 
     @property
     def request_id(self) -> str:
-        """sha256 over route, messages, sampling parameters and ``sample_idx`` (ARCHITECTURE §1)."""
+        """sha256 over route, messages, sampling parameters and ``sample_idx``.
+
+        See docs/data-model.md#request-id.
+        """
         return content_hash(
             {
                 "route": asdict(self.route),

@@ -1,9 +1,9 @@
-"""The parse and score stages: derived, versioned rows computed from stored responses only.
+"""Parsing and scoring: derived, versioned rows computed from stored responses only.
 
-Neither stage calls a model, which is what makes re-scoring free: ``parse_stage`` parses every
+Neither calls a model, which is what makes re-scoring free: ``parse_responses`` parses every
 ``ok`` response of the selection that has no parse of the current parser version yet (storing
 its canonical answer, so consistency is known as soon as the parse is), and
-``score_stage`` scores every trial of the selection that has no score of the current scorer
+``score_trials`` scores every trial of the selection that has no score of the current scorer
 version over the same responses.
 
 Trial-level rule (``SCORER_VERSION`` 1):
@@ -41,7 +41,7 @@ class StageStats:
     written: int = 0
 
 
-def parse_stage(lake: str, selection: Selection) -> StageStats:
+def parse_responses(lake: str, selection: Selection) -> StageStats:
     """Parse the selection's ``ok`` responses that lack a parse of the current parser version."""
     where, params = selection.where()
     con = connect(lake)
@@ -103,7 +103,7 @@ def judge(answer_type: str, gold: str, n_steps: int, steps: list[dict[str, Any]]
             "lenient_correct": lenient, "predicted": final["value"]}
 
 
-def score_stage(lake: str, selection: Selection, run_id: str) -> StageStats:
+def score_trials(lake: str, selection: Selection, run_id: str) -> StageStats:
     """Score the selection's trials that lack a score of the current version over the same responses."""
     where, params = selection.where()
     con = connect(lake)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import tasks  # noqa: F401  - offline environment defaults
+from tasks.environment import apply_defaults
+
+apply_defaults()  # the suite is an entry point: offline defaults before Prefect or litellm load
 
 # Tests bring their own Prefect API (the session harness, or servers they start); an exported
 # PREFECT_API_URL would point in-process sweeps at someone else's server and its limits.

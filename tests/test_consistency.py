@@ -15,7 +15,7 @@ import pytest
 
 from lake_fixtures import RUN, LakeBuilder
 from tasks import stats
-from tasks.score import parse_stage, score_stage
+from tasks.score import parse_responses, score_trials
 from tasks.selection import Selection
 
 GEO = ["euclid", "coord", "vector"]
@@ -40,8 +40,8 @@ def parsed_and_scored(tmp_path) -> LakeBuilder:
             lake.answered(item, "m1", text)
     lake.flush()
     selection = Selection(run_ids=(RUN,))
-    parse_stage(lake.lake, selection)
-    score_stage(lake.lake, selection, RUN)
+    parse_responses(lake.lake, selection)
+    score_trials(lake.lake, selection, RUN)
     return lake
 
 

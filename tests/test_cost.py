@@ -11,7 +11,8 @@ from fakes import FakeServer
 from flows.report import cost_section, load
 from flows.sweep import sweep
 from tasks.config import ConfigError, ModelConfig, load_config
-from tasks.cost import Budget, _Cap, price, response_cost
+from tasks.cost import Budget, _Cap, response_cost
+from tasks.pricing import price
 from tasks.store import connect, read
 
 # The fake provider reports 10 prompt and 5 completion tokens for every answer.

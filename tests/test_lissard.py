@@ -1,6 +1,6 @@
 """Tests of the lissard suite: every gold re-derived by an independent checker, the public
-implementation's defects (SPEC §3) shown impossible, long lengths, few-shot hygiene, determinism,
-and the ``Output:`` line parser.
+implementation's defects (docs/suites.md#lissard-known-defects-avoided) shown impossible, long
+lengths, few-shot hygiene, determinism, and the ``Output:`` line parser.
 
 "Independent" means the checkers read only the prompt text (and the vocabulary files) and never
 call the generators' own answer functions.

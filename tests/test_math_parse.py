@@ -11,7 +11,7 @@ from tasks.parse import parse, parser_version
 
 # (response text, gold, expected match)
 CASES = [
-    # the SPEC §4 and issue examples
+    # the examples of docs/scoring.md#rule-1 and of the issue
     ("3/2", "3/2", True),
     ("1.5", "3/2", True),
     ("2√5", "sqrt(20)", True),

@@ -199,7 +199,7 @@ def test_bad_configuration_exits_2_and_writes_nothing(tmp_path):
 def test_failing_expectation_stops_before_any_call(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import flows.sweep as sweep_module
+    import flows.stages as stages_module
     from flows.cli import app
     from tasks.generate import generate_task as real_generate
 
@@ -208,7 +208,7 @@ def test_failing_expectation_stops_before_any_call(tmp_path, monkeypatch):
         import dataclasses
         return dataset, [dataclasses.replace(items[0], gold="")] + items[1:]
 
-    monkeypatch.setattr(sweep_module, "generate_task", broken)
+    monkeypatch.setattr(stages_module, "generate_task", broken)
     with FakeServer() as server:
         cfg = fake_model_config(tmp_path, server.api_base)
         result = CliRunner().invoke(app, ["sweep", "--config", str(cfg)])

@@ -66,7 +66,7 @@ def built(tmp_path_factory) -> Path:
     """One report over the rich lake, shared by the tests that only read it."""
     root = tmp_path_factory.mktemp("report")
     rich_lake(root)
-    return build_report(load_config(config_for(root)), root / "out", resamples=50)
+    return build_report(load_config(config_for(root)), root / "out", resamples=50, refresh_stats=True)
 
 
 def test_report_is_self_contained_with_its_pngs(built):
@@ -88,7 +88,7 @@ def test_report_is_self_contained_with_its_pngs(built):
 
 
 def test_report_on_an_empty_warehouse_notes_the_missing_figures(tmp_path):
-    path = build_report(load_config(config_for(tmp_path)), tmp_path / "out", resamples=10)
+    path = build_report(load_config(config_for(tmp_path)), tmp_path / "out", resamples=10, refresh_stats=True)
     page = path.read_text(encoding="utf-8")
     assert "No scored trials yet." in page
     assert embedded_images(page) == [] and list((tmp_path / "out").glob("*.png")) == []

@@ -28,7 +28,7 @@ class Bin:
 
     @property
     def label(self) -> str:
-        """Printed as ``lo-hi`` (SPEC §1); a one-value bin as ``lo``."""
+        """Printed as ``lo-hi``, a one-value bin as ``lo`` (docs/suites.md#key-entities-and-bins)."""
         return str(self.lo) if self.hi == self.lo else f"{self.lo}-{self.hi}"
 
     def contains(self, value: int) -> bool:

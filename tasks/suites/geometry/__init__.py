@@ -1,4 +1,7 @@
-"""Suite ``geometry`` (SPEC §4, seed 002 GeoRepEval): one problem, three representations.
+"""Suite ``geometry``: one problem, three representations.
+
+Described in docs/suites.md#geometry; the paper it follows (GeoRepEval) is listed in
+docs/suites.md#papers.
 
 Tasks: one per category, ``length``, ``area``, ``angle`` and ``ratio`` (the item's ``category``
 field repeats the task name), so that accuracy, bins and breaking points are reported per

@@ -29,8 +29,8 @@ Config = dict[str, Any]
 class Template:
     """One parameterised problem: ``draw`` a configuration, compute its ``gold``, render it.
 
-    ``entities`` is the template's key-entity count (SPEC §1): the number of geometric objects
-    the problem gives (points, vectors, lines, circles); ``count``, when set, computes it from
+    ``entities`` is the template's key-entity count (docs/suites.md#key-entities-and-bins): the
+    number of geometric objects the problem gives (points, vectors, lines, circles); ``count``, when set, computes it from
     the configuration instead (a regular n-gon counts its n vertices). It is a property of the
     configuration, the same for the three renderings, so that bins compare like with like.
 

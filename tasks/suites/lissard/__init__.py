@@ -1,4 +1,6 @@
-"""Suite ``lissard`` (SPEC §3, seed paper 001): seven long-and-simple sequential tasks.
+"""Suite ``lissard``: seven long-and-simple sequential tasks.
+
+Described in docs/suites.md#lissard; the paper it follows is listed in docs/suites.md#papers.
 
 Every task controls one integer, its *key entity*, and can generate any value of it, not only
 the paper's Table 2 bins (``bins`` accepts any ``[[lo, hi], ...]``; ``lengths`` asks for explicit

@@ -1,7 +1,8 @@
 """Logic grid: houses in a row, one person each, attribute categories, numbered clues.
 
 Key entity: houses (2 up to the number of values per vocabulary category, 8). The default bins
-are the one-value bins 2, 3, 4, 5 (SPEC §3 reads the paper's "1-2 ... 4-5" as 2..5 houses).
+are the one-value bins 2, 3, 4, 5 (this project reads the paper's "1-2 ... 4-5" as 2..5 houses;
+docs/suites.md#lissard).
 
 Construction: a random hidden solution, then random clues that are true in it are added until
 :func:`count_solutions` (a forward-checking backtracking search, written here) finds exactly one

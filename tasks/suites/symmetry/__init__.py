@@ -1,4 +1,6 @@
-"""Suite ``symmetry`` (SPEC §2, seed paper 000): does a model preserve the properties of a group?
+"""Suite ``symmetry``: does a model preserve the properties of a group?
+
+Described in docs/suites.md#symmetry; the paper it follows is listed in docs/suites.md#papers.
 
 Tasks: ``closure``, ``identity``, ``inverse``, ``associativity`` (written once over
 :class:`~tasks.suites.symmetry.group.Group`, run on every group in the ``groups`` parameter),
@@ -7,7 +9,7 @@ items with ``prompt_styles`` (``direct``: only the final ``Answer: <number>`` li
 step by step, then that line); the prompt style is never part of the family, so invariance across
 variants is computed within one prompt style. All answers are integers.
 
-Choices made where the paper is silent (SPEC §2 leaves them open too):
+Choices made where the paper is silent:
 
 - Groups are named ``integers`` and ``mod<m>`` (m >= 3; default ``mod7``). An expression reads the
   same in both groups (the inverse of one is written ``-1``, not ``6``); the modular question asks

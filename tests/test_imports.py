@@ -1,0 +1,134 @@
+"""The package's import graph has no cycles, and importing it changes nothing in the environment."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+PACKAGES = ("flows", "tasks")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def package_modules() -> dict[str, Path]:
+    return {module_name(p): p for package in PACKAGES for p in sorted((REPO / package).rglob("*.py"))}
+
+
+def imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules ``name`` imports anywhere in its file (functions and TYPE_CHECKING
+    blocks included): ``from a.b import c`` counts as ``a.b.c`` when that is a module, else ``a.b``."""
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")[: len(name.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            # `import a.b.c` also runs a and a.b; the package itself is not a dependency that closes a cycle
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name and target not in PACKAGES:
+                found.add(target)
+    return found
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a path that starts and ends at the same module, else None."""
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle_and_passes_a_tree():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_walk_sees_imports_inside_functions():
+    modules = package_modules()
+    # flows.sweep imports these only inside its report tasks
+    assert {"flows.report", "tasks.stats"} <= imported("flows.sweep", modules["flows.sweep"], modules)
+
+
+def test_no_import_cycles():
+    modules = package_modules()
+    graph = {name: imported(name, path, modules) for name, path in modules.items()}
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def third_party(modules: dict[str, Path]) -> list[str]:
+    """The modules outside the packages that their modules import."""
+    names = set()
+    for path in modules.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module)
+    return sorted(n for n in names if n.split(".")[0] not in (*PACKAGES, "__future__"))
+
+
+def test_importing_the_packages_changes_no_environment_variable():
+    modules = package_modules()
+    # Libraries may set variables of their own when loaded (polars sets jemalloc's); they load
+    # first, so that only what the packages' own modules change is compared.
+    code = ("import importlib, json, os\n"
+            f"for name in {third_party(modules)!r}:\n"
+            "    try:\n        importlib.import_module(name)\n    except ImportError:\n        pass\n"
+            "before = dict(os.environ)\n"
+            f"for name in {sorted(modules)!r}:\n    importlib.import_module(name)\n"
+            "after = dict(os.environ)\n"
+            "print(json.dumps(sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))))")
+    # Without the defaults set, so that a module setting one would show; PYTHONPATH finds the packages.
+    from tasks.environment import DEFAULTS
+
+    env = {k: v for k, v in os.environ.items() if k not in DEFAULTS}
+    env["PYTHONPATH"] = str(REPO)
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    changed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert changed == [], changed
+
+
+def test_apply_defaults_sets_only_what_is_unset(monkeypatch):
+    from tasks.environment import DEFAULTS, apply_defaults
+
+    for key in DEFAULTS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("DO_NOT_TRACK", "0")
+    apply_defaults()
+    assert os.environ["DO_NOT_TRACK"] == "0"
+    assert {k: os.environ[k] for k in DEFAULTS if k != "DO_NOT_TRACK"} == {
+        k: v for k, v in DEFAULTS.items() if k != "DO_NOT_TRACK"}

@@ -1,0 +1,75 @@
+"""One run lifecycle: every kind of run (sweep, rescore, both imports) is a Prefect flow run
+recorded in ``runs`` with its flow-run id, one run-id format, a final row, and a rebuilt catalog."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import duckdb
+from prefect.client.orchestration import get_client
+
+from conftest import fake_model_config
+from fakes import FakeProvider, FakeServer
+from flows.imports import import_families, import_responses
+from flows.rescore import rescore
+from flows.sweep import sweep
+from tasks.lifecycle import new_run_id
+from tasks.store import read
+
+RUN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")
+
+FAMILIES = """id,category,euclid,coord,vector,answer
+p1,length,"A square has side 1. Find its diagonal.","Find the distance from (0, 0) to (1, 1).","Find |u| for u = (1, 1).",sqrt(2)
+"""
+
+
+def test_new_run_ids_have_one_format_and_differ():
+    ids = {new_run_id() for _ in range(50)}
+    assert len(ids) == 50 and all(RUN_ID.fullmatch(i) for i in ids)
+
+
+def test_every_kind_of_run_has_its_flow_run_one_id_format_and_a_catalog(tmp_path):
+    wh = tmp_path / "wh"
+    responses = tmp_path / "responses.csv"
+    responses.write_text("prompt,target,prediction\nWhat is 2+3?,5,Answer: 5\nWhat is 2+2?,4,Answer: 5\n",
+                         encoding="utf-8")
+    families = tmp_path / "families.csv"
+    families.write_text(FAMILIES, encoding="utf-8")
+    with FakeServer(FakeProvider(responder=lambda body: "Answer: 5")) as server:
+        cfg = fake_model_config(tmp_path, server.api_base, n_max=10)
+        summaries = {
+            "sweep": sweep(str(cfg)),
+            "import": import_responses(str(responses), "ext-model", str(cfg)),
+            "import-families": import_families(str(families), ["direct"], str(cfg)),
+        }
+    summaries["rescore"] = rescore(str(cfg))
+    runs = {r["kind"]: r for r in read(str(wh / "lake"), "SELECT run_id, kind, status, flow_run_id FROM runs")}
+    assert set(runs) == set(summaries)
+    with get_client(sync_client=True) as client:
+        for kind, summary in summaries.items():
+            run = runs[kind]
+            assert (run["run_id"], run["status"]) == (summary["run_id"], "completed"), kind
+            assert RUN_ID.fullmatch(run["run_id"]), (kind, run["run_id"])
+            assert run["flow_run_id"] == summary["flow_run_id"] != "", kind
+            flow_run = client.read_flow_run(uuid.UUID(run["flow_run_id"]))
+            assert flow_run.state.is_completed(), kind
+    # The last run (rescore) rebuilt the catalog, which shows every run.
+    con = duckdb.connect(str(wh / "invarbench.duckdb"), read_only=True)
+    try:
+        assert {r[0] for r in con.execute("SELECT kind FROM runs").fetchall()} == set(summaries)
+    finally:
+        con.close()
+
+
+def test_a_run_that_raises_ends_failed_with_its_message(tmp_path):
+    from tasks.lifecycle import Run
+
+    lake = str(tmp_path / "lake")
+    try:
+        with Run(lake, new_run_id(), "rescore", config="{}", models="[]").start(n_items=3):
+            raise RuntimeError("the disk is full")
+    except RuntimeError:
+        pass
+    [row] = read(lake, "SELECT status, message, n_items FROM runs")
+    assert row == {"status": "failed", "message": "RuntimeError: the disk is full", "n_items": 3}
