@@ -17,7 +17,7 @@ appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id
 
 Choices (documented here because the papers leave them open):
 
-- Bootstrap: the resampled unit is the family (SPEC §1), drawn with replacement as many times as
+- Bootstrap: the resampled unit is the family (docs/metrics.md, Bootstrap intervals), drawn with replacement as many times as
   there are families; a resample is a vector of draw counts per family, so each estimate is a
   ratio of weighted sums. The interval is the percentile interval of the resampled estimates.
   A gap resamples families once and recomputes both accuracies on the same resample before
