@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 from tasks import parse as parsing
 from tasks.batch_api import run_batch
 from tasks.claims import Claims
+from tasks.lifecycle import mark_stale_crashed
 from tasks.config import ModelConfig, SweepConfig
 from tasks.cost import Budget, estimate_cost
 from tasks.models import Caller, route_for
@@ -241,6 +242,8 @@ async def _answer(caller: Caller, misses: list[Request], lake: str, budget: Budg
                 out.fresh += await _send_all(caller, mine, lake, budget, answered)
             pending = got.others
             if pending:
+                # A claiming sweep that died on this machine frees its claims now, not at expiry.
+                mark_stale_crashed(lake)
                 await asyncio.sleep(claims.poll_s)
     finally:
         renewer.cancel()

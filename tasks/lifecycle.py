@@ -6,9 +6,12 @@ A run appends a row at each change of state and the latest row (by ``updated_at`
 ``completed`` or ``failed`` (with a message) at the end.
 
 A process that is killed (SIGKILL, out of memory, power loss) writes nothing more, so its run
-would read ``running`` for ever. A run of a kind that heartbeats whose latest row is ``running``
-and older than :data:`STALE_AFTER` has therefore lost its process: :func:`list_runs` shows it as
-``crashed``, and :func:`mark_stale_crashed` (called by every sweep before it starts) appends a
+would read ``running`` for ever. A run of a kind that heartbeats has lost its process when its
+latest row is ``running`` and either older than :data:`STALE_AFTER` (no heartbeat: true on any
+machine) or written on this machine (same ``host``: host name, boot and process namespace) by a
+process id that no longer exists (known at once, without waiting for the heartbeat to age).
+:func:`list_runs` shows such a run as ``crashed``, and :func:`mark_stale_crashed` (called by every
+sweep before it starts, and while a sweep waits for requests another run has claimed) appends a
 ``crashed`` row for it and marks its Prefect flow run Crashed if that is still Running.
 
 Every kind of run (sweep, rescore, both imports) goes through :class:`Run`, gets its id from
@@ -18,7 +21,10 @@ Every kind of run (sweep, rescore, both imports) goes through :class:`Run`, gets
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
+import os
+import socket
 import threading
 import uuid
 from pathlib import Path
@@ -28,7 +34,7 @@ from typing import Any
 import duckdb
 
 from tasks.config import Config
-from tasks.store import SCHEMAS, build_catalog, now_utc, read, write_rows
+from tasks.store import build_catalog, now_utc, read, write_rows
 
 # A live run writes a heartbeat row this often...
 HEARTBEAT_SECONDS = 60.0
@@ -39,6 +45,37 @@ STALE_AFTER = dt.timedelta(minutes=10)
 HEARTBEAT_KINDS = ("sweep",)
 
 log = logging.getLogger(__name__)
+
+
+@functools.cache
+def this_host() -> str:
+    """This machine and process namespace: the host name, the kernel's boot id and the pid
+    namespace. A process id means the same process only under one such key: containers share a
+    kernel (and may share a host name) but not their pid namespace, and a reboot reuses ids."""
+    def first(path: str) -> str:
+        try:
+            return Path(path).read_text(encoding="ascii").strip()
+        except OSError:
+            return ""
+
+    try:
+        pid_ns = str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        pid_ns = ""
+    return f"{socket.gethostname()}/{first('/proc/sys/kernel/random/boot_id')}/{pid_ns}"
+
+
+def process_gone(pid: int | None) -> bool:
+    """True when no process ``pid`` exists on this machine (False when unsure)."""
+    if not pid or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists but belongs to someone else
+        return False
+    return False
 
 
 def new_run_id() -> str:
@@ -95,6 +132,7 @@ class Run:
             "run_id": self.run_id, "flow_run_id": self.flow_run_id, "kind": self.kind, "status": status,
             "started_at": self.started_at, "updated_at": now_utc(), "config": self.config,
             "models": self.models, "message": message, **self._counts,
+            "host": this_host(), "pid": os.getpid(),
         }])
 
     def start(self, **counts: Any) -> "Run":
@@ -152,13 +190,26 @@ class Run:
             self._thread.join()
 
 
+def _lost_here(lake: str) -> list[str]:
+    """Runs still ``running`` that this machine started and whose process no longer exists."""
+    kinds = ", ".join(f"'{k}'" for k in HEARTBEAT_KINDS)
+    # SELECT *: lakes written before runs had host and pid columns have none to name
+    running = read(lake, f"SELECT * FROM runs WHERE status = 'running' AND kind IN ({kinds})")
+    return [r["run_id"] for r in running if r.get("host") == this_host() and process_gone(r.get("pid"))]
+
+
 def _status_sql() -> str:
     kinds = ", ".join(f"'{k}'" for k in HEARTBEAT_KINDS)
-    return f"CASE WHEN status = 'running' AND kind IN ({kinds}) AND updated_at < $cutoff THEN 'crashed' ELSE status END"
+    return (f"CASE WHEN status = 'running' AND kind IN ({kinds}) "
+            "AND (updated_at < $cutoff OR list_contains($lost::VARCHAR[], run_id)) THEN 'crashed' ELSE status END")
+
+
+def _status_params(lake: str) -> dict[str, Any]:
+    return {"cutoff": now_utc() - STALE_AFTER, "lost": _lost_here(lake)}
 
 
 def list_runs(lake: str, limit: int) -> list[dict[str, Any]]:
-    """The ``limit`` most recent runs for people: a run whose heartbeat is stale shows ``crashed``."""
+    """The ``limit`` most recent runs for people: a run whose process is gone shows ``crashed``."""
     return read(lake, f"""
         WITH per_model AS (
             SELECT run_id, sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
@@ -172,23 +223,27 @@ def list_runs(lake: str, limit: int) -> list[dict[str, Any]]:
                strftime(r.started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
                strftime(r.updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, r.message
         FROM runs r LEFT JOIN per_model c USING (run_id) ORDER BY r.started_at DESC LIMIT $limit""",
-                {"cutoff": now_utc() - STALE_AFTER, "limit": limit})
+                {**_status_params(lake), "limit": limit})
 
 
 def stale_runs(lake: str) -> list[dict[str, Any]]:
-    """The runs whose latest row is ``running`` and whose heartbeat is older than STALE_AFTER."""
-    columns = ", ".join(SCHEMAS["runs"].names)
-    return read(lake, f"SELECT {columns} FROM runs WHERE {_status_sql()} = 'crashed' AND status = 'running' "
-                      "ORDER BY started_at", {"cutoff": now_utc() - STALE_AFTER})
+    """The runs whose latest row is ``running`` but whose process is gone: no heartbeat for
+    STALE_AFTER, or started on this machine by a process that no longer exists."""
+    return read(lake, f"SELECT * FROM runs WHERE {_status_sql()} = 'crashed' AND status = 'running' "
+                      "ORDER BY started_at", _status_params(lake))
 
 
 def mark_stale_crashed(lake: str) -> list[dict[str, Any]]:
-    """Append a ``crashed`` row for every stale run, and mark its Prefect flow run Crashed where the
-    API knows it and it is still Running (best effort). Returns the crashed rows written."""
+    """Append a ``crashed`` row for every run whose process is gone (:func:`stale_runs`), and mark
+    its Prefect flow run Crashed where the API knows it and it is still Running (best effort).
+    Returns the crashed rows written."""
     rows = []
     for run in stale_runs(lake):
-        message = (f"no heartbeat since {run['updated_at']:%Y-%m-%d %H:%M:%S} UTC (more than "
-                   f"{int(STALE_AFTER.total_seconds() // 60)} minutes): its process is gone")
+        if run["updated_at"] < now_utc() - STALE_AFTER:
+            message = (f"no heartbeat since {run['updated_at']:%Y-%m-%d %H:%M:%S} UTC (more than "
+                       f"{int(STALE_AFTER.total_seconds() // 60)} minutes): its process is gone")
+        else:
+            message = f"its process (pid {run['pid']} on this machine) is gone: killed or crashed"
         rows.append({**run, "status": "crashed", "updated_at": now_utc(), "message": message})
         if run["flow_run_id"]:
             mark_flow_run_crashed(run["flow_run_id"], f"invarbench run {run['run_id']}: {message}")

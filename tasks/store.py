@@ -58,7 +58,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("run_id", _str), ("flow_run_id", _str), ("kind", _str), ("status", _str),
             ("started_at", _ts), ("updated_at", _ts), ("config", _str), ("models", _str),
             ("n_items", _int), ("n_requests", _int), ("n_sent", _int), ("n_cached", _int),
-            ("n_errors", _int), ("report_path", _str), ("message", _str),
+            ("n_errors", _int), ("report_path", _str), ("message", _str), ("host", _str), ("pid", _int),
         ]
     ),
     "requests": pa.schema(
@@ -261,6 +261,8 @@ _ENSURED: set[str] = set()
 def ensure_lake(lake: str) -> None:
     """Create every table folder with an empty schema file, so views work before the first run.
 
+    A schema file from an older version (a table that has since gained columns) is rewritten, so
+    the views of an old lake name every current column before the first new row carries it.
     Raises :class:`LakeError` (a configuration error) when the lake cannot be read or written.
     """
     if lake in _ENSURED:
@@ -269,7 +271,8 @@ def ensure_lake(lake: str) -> None:
     try:
         for table, schema in SCHEMAS.items():
             target = f"{root}/{table}/day=1970-01-01/part-schema.parquet"
-            if fs.get_file_info(target).type == pafs.FileType.NotFound:
+            if (fs.get_file_info(target).type == pafs.FileType.NotFound
+                    or not pq.read_schema(target, filesystem=fs).equals(schema)):
                 _atomic_write(fs, target, schema.empty_table())
     except OSError as exc:
         raise _unusable(lake, exc) from None

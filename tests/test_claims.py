@@ -1,4 +1,5 @@
-"""Overlapping sweeps on one warehouse: claims make each request paid once; a dead sweep's claims expire."""
+"""Overlapping sweeps on one warehouse: claims make each request paid once; a dead sweep's claims
+are freed (at once on its own machine, at expiry elsewhere)."""
 
 from __future__ import annotations
 
@@ -58,11 +59,12 @@ def test_two_sweeps_started_together_send_each_request_once(tmp_path):
     assert lake_query(tmp_path, "SELECT count(DISTINCT run_id) AS n FROM run_trials") == [{"n": 2}]
 
 
-def test_a_killed_sweeps_claims_are_taken_over_after_they_expire(tmp_path):
+def test_a_sweep_killed_on_this_machine_frees_its_claims_at_once(tmp_path):
     state = FakeProvider(delay_s=60.0)  # the first sweep's requests hang until it is killed
     with FakeServer(state) as server:
+        # A lease far longer than the test may wait: the takeover cannot come from its expiry.
         cfg = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra={"concurrency": 2},
-                                sweep_extra={"claim_lease_s": 4.0})
+                                sweep_extra={"claim_lease_s": 3600.0})
         doomed = start_sweep(cfg)
         deadline = time.monotonic() + 300
         while len(state.seen) < 2:
@@ -71,8 +73,8 @@ def test_a_killed_sweeps_claims_are_taken_over_after_they_expire(tmp_path):
         os.killpg(doomed.pid, signal.SIGKILL)
         doomed.wait()
         state.delay_s = 0.0
-        [dead] = lake_query(tmp_path, "SELECT run_id, status FROM runs")
-        assert dead["status"] == "running"  # SIGKILL: it never wrote its end
+        [dead] = lake_query(tmp_path, "SELECT run_id, status, pid FROM runs")
+        assert dead["status"] == "running" and dead["pid"] == doomed.pid  # SIGKILL: it never wrote its end
         claimed = lake_query(tmp_path, "SELECT count(*) AS n, max(expires_at) AS expires FROM claims WHERE run_id = ?",
                              [dead["run_id"]])[0]
         assert claimed["n"] == 10
@@ -80,7 +82,33 @@ def test_a_killed_sweeps_claims_are_taken_over_after_they_expire(tmp_path):
         out, errors = survivor.communicate(timeout=600)
     assert survivor.returncode == 0, errors
     rows = lake_query(tmp_path, "SELECT run_id, created_at FROM responses")
-    assert len(rows) == 10 and {r["run_id"] for r in rows} != {dead["run_id"]}
-    # Taken over only once the dead sweep's lease had run out.
-    assert min(r["created_at"] for r in rows) >= claimed["expires"]
+    assert len(rows) == 10 and dead["run_id"] not in {r["run_id"] for r in rows}
+    assert max(r["created_at"] for r in rows) < claimed["expires"]
+    [crashed] = lake_query(tmp_path, "SELECT status, message FROM runs WHERE run_id = ?", [dead["run_id"]])
+    assert crashed["status"] == "crashed" and f"pid {doomed.pid} on this machine" in crashed["message"]
     assert lake_query(tmp_path, "SELECT count(*) AS n FROM ledger WHERE status = 'ok'") == [{"n": 10}]
+
+
+def test_claims_of_a_live_run_elsewhere_hold_until_they_expire(tmp_path):
+    """A run on another machine cannot be checked for its process: its claims hold until they expire."""
+    with FakeServer() as server:
+        learn = tmp_path / "learn"
+        learn.mkdir()
+        cfg = fake_model_config(learn, server.api_base, n_max=50)
+        assert start_sweep(cfg).wait(timeout=600) == 0
+        ids = [r["request_id"] for r in lake_query(learn, "SELECT request_id FROM responses")]
+        assert len(ids) == 10
+        cfg = fake_model_config(tmp_path, server.api_base, n_max=50)
+        now = now_utc()
+        expires = now + dt.timedelta(seconds=20)
+        lake = str(tmp_path / "wh" / "lake")
+        write_rows(lake, "runs", [{"run_id": "elsewhere", "kind": "sweep", "status": "running", "started_at": now,
+                                   "updated_at": now, "host": "another-machine/boot/1", "pid": 1}])
+        write_rows(lake, "claims", [{"request_id": rid, "run_id": "elsewhere", "claimed_at": now, "expires_at": expires}
+                                    for rid in ids])
+        waiter = start_sweep(cfg)
+        out, errors = waiter.communicate(timeout=600)
+    assert waiter.returncode == 0, errors
+    rows = lake_query(tmp_path, "SELECT created_at FROM responses")
+    assert len(rows) == 10 and min(r["created_at"] for r in rows) >= expires
+    assert lake_query(tmp_path, "SELECT status FROM runs WHERE run_id = 'elsewhere'") == [{"status": "running"}]

@@ -241,21 +241,27 @@ def test_a_copied_warehouse_reads_and_writes_its_own_lake(tmp_path):
     with FakeServer() as fake:
         cfg = fake_model_config(tmp_path, fake.api_base)
         assert run_cli("sweep", "--config", str(cfg)).returncode == 0
-    copy_dir = tmp_path / "a copy with spaces" / "wh"
-    shutil.copytree(tmp_path / "wh", copy_dir)
-    copy_cfg = tmp_path / "copy.toml"
-    copy_cfg.write_text(cfg.read_text(encoding="utf-8").replace(
-        f'path = "{tmp_path / "wh"}"', f'path = "{copy_dir}"'), encoding="utf-8")
-    assert load_config(copy_cfg).warehouse_path == copy_dir
-    # The copy answers on its own: the original is gone.
-    shutil.rmtree(tmp_path / "wh")
-    counted = run_cli("sql", "--format", "json", "--config", str(copy_cfg), "SELECT count(*) AS n FROM responses")
-    assert json_rows(counted) == [{"n": 5}]
-    stamp = run_cli("sql", "--format", "json", "--config", str(copy_cfg), "SELECT lake FROM invarbench_catalog")
-    assert json_rows(stamp) == [{"lake": str(copy_dir / "lake")}]
+        copy_dir = tmp_path / "a copy with spaces" / "wh"
+        shutil.copytree(tmp_path / "wh", copy_dir)
+        copy_cfg = tmp_path / "copy.toml"
+        copy_cfg.write_text(cfg.read_text(encoding="utf-8").replace(
+            f'path = "{tmp_path / "wh"}"', f'path = "{copy_dir}"'), encoding="utf-8")
+        assert load_config(copy_cfg).warehouse_path == copy_dir
+        # The copy answers on its own: the original is gone.
+        shutil.rmtree(tmp_path / "wh")
+        counted = run_cli("sql", "--format", "json", "--config", str(copy_cfg), "SELECT count(*) AS n FROM responses")
+        assert json_rows(counted) == [{"n": 5}]
+        stamp = run_cli("sql", "--format", "json", "--config", str(copy_cfg), "SELECT lake FROM invarbench_catalog")
+        assert json_rows(stamp) == [{"lake": str(copy_dir / "lake")}]
 
-    report = run_cli("report", "--config", str(copy_cfg))
-    assert report.returncode == 0, report.stdout + report.stderr
-    assert Path(report.stdout.strip()).is_relative_to(copy_dir / "reports")
-    assert list((copy_dir / "lake" / "computed_bootstrap").rglob("part-2*.parquet"))
+        report = run_cli("report", "--config", str(copy_cfg))
+        assert report.returncode == 0, report.stdout + report.stderr
+        assert Path(report.stdout.strip()).is_relative_to(copy_dir / "reports")
+        # A sweep of the copy writes to the copy (its run row) and sends nothing: the copied ledger answers.
+        sent = len(fake.state.seen)
+        again = run_cli("sweep", "--config", str(copy_cfg))
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert len(fake.state.seen) == sent
+    runs = run_cli("sql", "--format", "json", "--config", str(copy_cfg), "SELECT count(*) AS n FROM runs")
+    assert json_rows(runs) == [{"n": 2}]
     assert not (tmp_path / "wh").exists()  # nothing went back to the original location
