@@ -51,7 +51,7 @@ test: install
 	# The report test opens the HTML in a real headless Chromium, from Debian's packages.
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: the browser test will be skipped"
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=30
 
 # Every figure of bench/README.md into bench/results.md (about 2-3 hours on 2 cores);
 # BENCH_SCALE=small runs them all at 1/100 in a few minutes (bench/results-small.md).
