@@ -130,6 +130,8 @@ def dispatch_units(lake: str, config_path: str | None, overrides: dict[str, Any]
     ]
     failed = wait_for([r.id for r in runs], on_done)
     if failed:
-        raise RuntimeError("batch flow run(s) did not complete: "
-                           + ", ".join(f"{r.name} ({r.state_name})" for r in failed))
+        # The state's message carries the unit's error (a dead embedded model names its signal).
+        raise RuntimeError("batch flow run(s) did not complete: " + "; ".join(
+            f"{r.name} ({r.state_name}{': ' + r.state.message if r.state and r.state.message else ''})"
+            for r in failed))
     return lake_totals(lake, run_id)
