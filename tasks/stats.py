@@ -17,14 +17,16 @@ appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id
 
 Choices (documented here because the papers leave them open):
 
-- Bootstrap: the resampled unit is the family (docs/metrics.md, Bootstrap intervals), drawn with replacement as many times as
-  there are families; a resample is a vector of draw counts per family, so each estimate is a
-  ratio of weighted sums. The interval is the percentile interval of the resampled estimates.
-  A gap resamples families once and recomputes both accuracies on the same resample before
-  taking the difference, so the interval measures the reported gap; nothing is rounded before a
-  difference. Resamples in which an estimate is undefined (no scored trial drawn) are left out
-  and counted (``n_valid_resamples``). Each estimate gets its own random stream derived from
-  ``seed`` and the estimate's key, so its interval does not depend on what else was computed.
+- Bootstrap: the resampled unit is the family (docs/metrics.md, Bootstrap intervals), drawn with
+  replacement as many times as there are families by ``scipy.stats.bootstrap`` (``paired``: one
+  draw indexes every per-family array), so each estimate is a ratio of sums of the drawn
+  families' numerators and denominators. The interval is the percentile interval of the
+  resampled estimates. A gap resamples families once and recomputes both accuracies on the same
+  resample before taking the difference, so the interval measures the reported gap; nothing is
+  rounded before a difference. Resamples in which an estimate is undefined (no scored trial
+  drawn) are left out and counted (``n_valid_resamples``). Each estimate gets its own random
+  stream derived from ``seed`` and the estimate's key, so its interval does not depend on what
+  else was computed.
 - Consistency is the SQL ``consistent`` flag of ``family_units_over`` (canonical answers stored
   with the parses, see ``sql/intermediate/family_units.sql``); the bootstrap only resamples it.
 - Regression: ``correct`` is 1 for correct and 0 for wrong or unparsable; errors are left out.
@@ -47,10 +49,11 @@ import itertools
 import json
 import uuid
 import warnings
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import polars as pl
+from scipy.stats import DegenerateDataWarning, bootstrap, quantile
 import statsmodels.api as sm
 from statsmodels.tools.sm_exceptions import (
     ConvergenceWarning,
@@ -76,28 +79,56 @@ def estimate_rng(seed: int, key: Sequence[Any]) -> np.random.Generator:
     return np.random.default_rng([seed, int.from_bytes(digest[:8], "big")])
 
 
-def cluster_bootstrap(numerators: np.ndarray, denominators: np.ndarray, resamples: int,
-                      rng: np.random.Generator) -> np.ndarray:
-    """Ratios ``sum(numerator) / sum(denominator)`` over ``resamples`` resamples of clusters.
-
-    ``numerators`` and ``denominators`` are per-cluster sums, shape (clusters, m); each resample
-    draws as many clusters as there are, with replacement, and recomputes all m ratios on that
-    same draw. Returns shape (resamples, m); NaN where a resample's denominator is 0.
-    """
-    n = numerators.shape[0]
-    draws = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples)
+def ratio(numerators: np.ndarray, denominators: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``sum(numerators) / sum(denominators)`` along ``axis``; NaN where the denominators sum to 0
+    (no scored trial drawn: the estimate is undefined)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (draws @ numerators) / (draws @ denominators)
+        return np.sum(numerators, axis=axis) / np.sum(denominators, axis=axis)
 
 
-def percentile_interval(samples: np.ndarray, level: float) -> tuple[float | None, float | None, int]:
-    """The percentile interval of the defined (non-NaN) samples and how many there were."""
-    valid = samples[~np.isnan(samples)]
-    if valid.size == 0:
+def gap(numerators_a: np.ndarray, denominators_a: np.ndarray, numerators_b: np.ndarray,
+        denominators_b: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``ratio(a) − ratio(b)``; NaN where either is undefined."""
+    return ratio(numerators_a, denominators_a, axis) - ratio(numerators_b, denominators_b, axis)
+
+
+# Resampled index cells per batch (resamples × families): bounds the memory of one bootstrap
+# (a few arrays of this many float64) however many families an estimate has.
+_BATCH_CELLS = 1 << 20
+
+
+def family_bootstrap(statistic: Callable[..., np.ndarray], per_family: Sequence[np.ndarray], resamples: int,
+                     rng: np.random.Generator, level: float) -> tuple[float | None, float | None, int]:
+    """The percentile interval of ``statistic`` over ``resamples`` resamples of families, and how
+    many resamples it was defined in.
+
+    ``per_family`` are 1-D arrays with one entry per family (numerators, denominators);
+    ``statistic(*arrays, axis=-1)`` is vectorized and NaN where undefined. Each resample draws as
+    many families as there are, with replacement, and indexes every array with the same draw
+    (``scipy.stats.bootstrap`` with ``paired=True``), so a statistic of several arrays (a gap) is
+    recomputed on one draw.
+    """
+    n = per_family[0].shape[0]
+    if n < 2:  # scipy wants two observations; one family resamples to itself every time
+        value = float(statistic(*per_family, axis=-1))
+        return (None, None, 0) if np.isnan(value) else (value, value, resamples)
+    with warnings.catch_warnings():
+        # With undefined resamples scipy's interval is NaN (and it warns so); the interval is then
+        # taken below from the defined part of its bootstrap distribution.
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        result = bootstrap(per_family, statistic, n_resamples=resamples, batch=max(1, _BATCH_CELLS // n),
+                           vectorized=True, paired=True, confidence_level=level, method="percentile", rng=rng)
+    distribution = result.bootstrap_distribution
+    valid = int(np.count_nonzero(~np.isnan(distribution)))
+    if valid == 0:
         return None, None, 0
-    tail = 50.0 * (1.0 - level)
-    lo, hi = np.percentile(valid, [tail, 100.0 - tail])
-    return float(lo), float(hi), int(valid.size)
+    if valid == distribution.size:
+        return float(result.confidence_interval.low), float(result.confidence_interval.high), valid
+    # scipy's quantile propagates NaN: the undefined resamples are left out, as documented, and
+    # the same percentile interval (linear interpolation) is taken over the defined ones.
+    tail = (1.0 - level) / 2
+    lo, hi = quantile(distribution, [tail, 1.0 - tail], nan_policy="omit")
+    return float(lo), float(hi), valid
 
 
 def _status_counts(frame: pl.DataFrame) -> dict[str, int]:
@@ -118,7 +149,7 @@ def _groups(frame: pl.DataFrame, keys: list[str]) -> Iterable[tuple[tuple, pl.Da
 
 def _per_family(frame: pl.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Correct and scored counts per family (rows, by family id) and variant (columns), families
-    with a score. The row order fixes which family each bootstrap draw count goes to."""
+    with a score. The fixed row order makes a seed give the same family draws."""
     columns = []
     for j, variant in enumerate(variants):
         in_variant = pl.col("variant") == variant
@@ -142,8 +173,8 @@ def accuracy_intervals(trials: pl.DataFrame, resamples: int, seed: int, level: f
         if counts["n_scored"]:
             row["estimate"] = counts["n_correct"] / counts["n_scored"]
             keep = den[:, 0] > 0
-            samples = cluster_bootstrap(num[keep], den[keep], resamples, estimate_rng(seed, ("accuracy", *key)))
-            row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = percentile_interval(samples[:, 0], level)
+            row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = family_bootstrap(
+                ratio, [num[keep, 0], den[keep, 0]], resamples, estimate_rng(seed, ("accuracy", *key)), level)
         rows.append(row)
     return rows
 
@@ -171,9 +202,9 @@ def gap_intervals(trials: pl.DataFrame, variant_order: Sequence[str], resamples:
                 row["estimate_a"] = num[:, 0].sum() / den[:, 0].sum()
                 row["estimate_b"] = num[:, 1].sum() / den[:, 1].sum()
                 row["estimate"] = row["estimate_a"] - row["estimate_b"]
-                ratios = cluster_bootstrap(num, den, resamples, estimate_rng(seed, ("gap", *key, a, b)))
-                row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = percentile_interval(
-                    ratios[:, 0] - ratios[:, 1], level)
+                row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = family_bootstrap(
+                    gap, [num[:, 0], den[:, 0], num[:, 1], den[:, 1]], resamples,
+                    estimate_rng(seed, ("gap", *key, a, b)), level)
             rows.append(row)
     return rows
 
@@ -201,13 +232,14 @@ def invariance_intervals(units: pl.DataFrame, resamples: int, seed: int, level: 
                 continue
             per_family = complete.group_by("family_id").agg(
                 units=pl.len(), invariant=pl.col("invariant").sum(), consistent=pl.col("consistent").sum()
-            ).sort("family_id")  # the row order fixes which family each draw count goes to
-            den = np.column_stack([per_family["units"].to_numpy()] * 2).astype(float)
-            num = per_family.select("invariant", "consistent").to_numpy().astype(float)
-            ratios = cluster_bootstrap(num, den, resamples, estimate_rng(seed, ("invariance", *key)))
-            for j, metric in enumerate(("invariance", "consistency")):
-                lo, hi, valid = percentile_interval(ratios[:, j], level)
-                rows.append(dict(base, metric=metric, estimate=num[:, j].sum() / den[:, j].sum(),
+            ).sort("family_id")  # a fixed family order, so a seed gives the same draws
+            den = per_family["units"].to_numpy().astype(float)
+            for metric, column in (("invariance", "invariant"), ("consistency", "consistent")):
+                num = per_family[column].to_numpy().astype(float)
+                # both metrics share the group's stream: the same family draws, as one resampling
+                lo, hi, valid = family_bootstrap(ratio, [num, den], resamples,
+                                                 estimate_rng(seed, ("invariance", *key)), level)
+                rows.append(dict(base, metric=metric, estimate=num.sum() / den.sum(),
                                  ci_lo=lo, ci_hi=hi, n_valid_resamples=valid))
     return rows
 

@@ -1,5 +1,6 @@
 """The metric views of sql/ (intermediate and marts layers) against hand-counted fixtures and independent computations
-(statsmodels for Wilson and McNemar/Holm, numpy for the linear fits). Real Parquet and DuckDB."""
+(scipy's exact binomial test for McNemar, statsmodels for Wilson and Holm, numpy for the linear fits).
+Real Parquet and DuckDB."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from statsmodels.stats.contingency_tables import mcnemar
+from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
@@ -104,6 +105,12 @@ def test_wilson_matches_statsmodels(tmp_path):
         assert rows["30-40"]["n_error"] == 1
 
 
+def mcnemar_p(b: int, c: int) -> float:
+    """The exact McNemar p-value by scipy: a two-sided binomial test of b successes in b + c
+    discordant pairs at 1/2 (no discordant pair: nothing against the null, p = 1)."""
+    return binomtest(int(b), int(b + c), 0.5).pvalue if b + c else 1.0
+
+
 def _random_patterns(rng: random.Random, n_families: int, variants: list[str]) -> dict[str, dict[str, bool]]:
     # Variant-specific success rates so the pairs differ.
     rates = {v: 0.3 + 0.2 * i for i, v in enumerate(variants)}
@@ -127,7 +134,7 @@ def test_mcnemar_and_holm_match_statsmodels(tmp_path):
         for outcome in patterns.values():
             table[0 if outcome[va] else 1, 0 if outcome[vb] else 1] += 1
         assert (r["n_both_correct"], r["b"], r["c"], r["n_both_not_correct"]) == tuple(table.ravel())
-        p = mcnemar(table, exact=True).pvalue
+        p = mcnemar_p(table[0, 1], table[1, 0])
         assert r["p_value"] == pytest.approx(p, rel=1e-9)
         expected_p.append(p)
     holm = multipletests(expected_p, method="holm")[1]
@@ -135,11 +142,15 @@ def test_mcnemar_and_holm_match_statsmodels(tmp_path):
     assert all(r["n_tests"] == 3 for r in rows)
 
 
-@pytest.mark.parametrize("b,c", [(0, 0), (5, 0), (7, 2), (40, 55), (300, 250)])
-def test_exact_mcnemar_p_in_sql(tmp_path, b, c):
+def test_exact_mcnemar_p_in_sql_matches_scipy(tmp_path):
+    """The SQL macro (the one definition, usable from any DuckDB client) against scipy's exact
+    binomial test, from no discordant pair to tens of thousands and p-values far below 1e-100."""
+    cases = [(0, 0), (5, 0), (0, 1), (1, 1), (7, 2), (2, 7), (12, 12), (40, 55), (300, 250), (1000, 1000),
+             (2500, 2400), (10000, 9700), (30000, 29500), (3000, 1000), (0, 400)]
     lake = LakeBuilder(tmp_path)
-    (row,) = lake.query("SELECT mcnemar_exact_p(?, ?) AS p", [b, c])
-    assert row["p"] == pytest.approx(mcnemar([[1, b], [c, 1]], exact=True).pvalue, rel=1e-9)
+    for b, c in cases:
+        (row,) = lake.query("SELECT mcnemar_exact_p(?, ?) AS p", [b, c])
+        assert row["p"] == pytest.approx(mcnemar_p(b, c), rel=1e-9), (b, c)
 
 
 def test_model_pairs_on_the_same_items(tmp_path):
@@ -157,7 +168,7 @@ def test_model_pairs_on_the_same_items(tmp_path):
     [row] = lake.query("SELECT * FROM model_pairs")
     assert (row["model_a"], row["model_b"], row["n_pairs"]) == ("m-a", "m-b", 60)
     assert (row["b"], row["c"]) == (table[0, 1], table[1, 0])
-    assert row["p_value"] == pytest.approx(mcnemar(table, exact=True).pvalue, rel=1e-9)
+    assert row["p_value"] == pytest.approx(mcnemar_p(table[0, 1], table[1, 0]), rel=1e-9)
 
 
 def test_breaking_point_threshold(tmp_path):
@@ -327,16 +338,14 @@ def _model_pair_task(lake: LakeBuilder, task: str, only_a: int, only_b: int, bot
 def test_model_pairs_holm_runs_over_every_task_of_the_suite(tmp_path):
     """b = 34, c = 18 gives p = 0.0365; with a second model-pair test in the suite, Holm doubles
     it to 0.073 (not significant), where a per-task Holm left it at 0.036."""
-    from scipy.stats import binomtest
-
     lake = LakeBuilder(tmp_path)
     _model_pair_task(lake, "closure", only_a=34, only_b=18, both=20, neither=8)
     _model_pair_task(lake, "identity", only_a=5, only_b=4, both=30, neither=1)
     _model_pair_task(lake, "dyck_like", only_a=1, only_b=9, both=0, neither=0)
     lake.flush()
     rows = {r["task"]: r for r in lake.query("SELECT * FROM model_pairs WHERE suite = 'symmetry'")}
-    p_closure = binomtest(18, 52, 0.5).pvalue
-    p_identity = binomtest(4, 9, 0.5).pvalue
+    p_closure = mcnemar_p(34, 18)
+    p_identity = mcnemar_p(5, 4)
     assert rows["closure"]["p_value"] == pytest.approx(p_closure, rel=1e-9)
     assert round(rows["closure"]["p_value"], 3) == 0.036
     # hand Holm over the suite's 3 model-pair tests: sorted p, multipliers 3, 2, 1, running max
@@ -379,7 +388,7 @@ def test_variant_pairs_holm_family_is_model_and_suite(tmp_path):
             table = np.zeros((2, 2), dtype=int)
             for outcome in patterns.values():
                 table[0 if outcome["x"] else 1, 0 if outcome["y"] else 1] += 1
-            expected.setdefault((model, suite), []).append(((task, style), mcnemar(table, exact=True).pvalue))
+            expected.setdefault((model, suite), []).append(((task, style), mcnemar_p(table[0, 1], table[1, 0])))
     lake.flush()
     rows = lake.query("SELECT * FROM mcnemar_pairs")
     assert len(rows) == 8
