@@ -35,7 +35,7 @@ def chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
 def compute_statistics(cfg: Config) -> dict[str, Any]:
     """The statistics SQL cannot compute (bootstrap intervals, regressions) over the warehouse,
     written to the lake for the report and the views to read."""
-    from tasks.stats import compute_stats  # statsmodels and pandas: loaded only by a sweep that reports
+    from tasks.stats import compute_stats  # statsmodels, scipy and polars: loaded only by a sweep that reports
 
     with progress.stage("statistics", 1) as advance:
         summary = compute_stats(cfg.lake_path, resamples=cfg.sweep.bootstrap_resamples, seed=cfg.sweep.seed)
