@@ -20,6 +20,7 @@ import base64
 import datetime as dt
 import html
 import io
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402  - after selecting the Agg backend
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import polars as pl  # noqa: E402
 
 from tasks.config import Config  # noqa: E402
 from tasks.store import connect  # noqa: E402
@@ -69,10 +70,15 @@ def png_bytes(fig: plt.Figure) -> bytes:
     return buffer.getvalue()
 
 
+def _missing(value: Any) -> bool:
+    # A NULL of the view, or a NaN of a float computed from one (load() turns NaN into NULL).
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, (list, tuple, np.ndarray)):
         return ", ".join(str(v) for v in value)
-    if value is None or pd.isna(value):
+    if _missing(value):
         return ""
     if isinstance(value, (float, np.floating)):
         return f"{value:.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
@@ -83,35 +89,40 @@ def _is_count(column: str) -> bool:
     return column.startswith("n_") or column in ("n", "b", "c", "k", "bin_lo", "gold_value")
 
 
-def html_table(frame: pd.DataFrame, caption: str = "") -> str:
+def html_table(frame: pl.DataFrame, caption: str = "") -> str:
     """An HTML table of ``frame`` (at most MAX_TABLE_ROWS rows; the rest is counted).
 
-    Count columns (``n_*``, ``b``, ``c``, ``k``) print as integers even where a SQL sum or a
-    missing value made them floats.
+    Count columns (``n_*``, ``b``, ``c``, ``k``) print as integers even where a SQL sum made
+    them floats.
     """
-    if frame.empty:
+    if frame.is_empty():
         return f"<p class='note'>{html.escape(caption)}: no rows.</p>" if caption else ""
     shown = frame.head(MAX_TABLE_ROWS)
-    shown = shown.astype({c: "Int64" for c in shown.columns
-                          if _is_count(str(c)) and pd.api.types.is_numeric_dtype(shown[c])})
+    shown = shown.with_columns(pl.col(c).cast(pl.Int64, strict=False) for c in shown.columns
+                               if _is_count(c) and shown.schema[c].is_numeric())
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
-        for row in shown.itertuples(index=False)
+        for row in shown.iter_rows()
     )
-    more = (f"<p class='note'>{len(frame) - MAX_TABLE_ROWS} more rows not shown; query the view "
-            "for all of them.</p>" if len(frame) > MAX_TABLE_ROWS else "")
+    more = (f"<p class='note'>{frame.height - MAX_TABLE_ROWS} more rows not shown; query the view "
+            "for all of them.</p>" if frame.height > MAX_TABLE_ROWS else "")
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return f"<div class='scroll'><table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}"
 
 
 def interval(estimate: Any, lo: Any, hi: Any) -> str:
     """``0.750 [0.600, 0.880]``, or blank when there is no estimate."""
-    if estimate is None or pd.isna(estimate):
+    if _missing(estimate):
         return ""
-    if lo is None or pd.isna(lo):
+    if _missing(lo):
         return f"{estimate:.3f}"
     return f"{estimate:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _intervals(name: str, frame: pl.DataFrame, estimate: str, lo: str, hi: str) -> pl.Series:
+    """Column ``name``: :func:`interval` of each row's ``estimate``, ``lo`` and ``hi``."""
+    return pl.Series(name, [interval(*v) for v in zip(frame[estimate], frame[lo], frame[hi])], dtype=pl.String)
 
 
 def _grid(n: int, width: float = 4.2, height: float = 3.2) -> tuple[plt.Figure, list[plt.Axes]]:
@@ -129,28 +140,39 @@ def _label(*parts: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Figures: each takes a DataFrame and returns a figure, or None when there is nothing to draw.
+# Figures: each takes a frame and returns a figure, or None when there is nothing to draw.
+# Frames are polars; matplotlib gets lists and numpy arrays (nulls as NaN) at each call.
 
 
-def accuracy_lines(frame: pd.DataFrame, suite: str) -> plt.Figure | None:
+def _is(column: str, value: Any) -> pl.Expr:
+    # NULL equals NULL here: a group without a category is still one group.
+    return pl.col(column).eq_missing(value)
+
+
+def _floats(series: pl.Series) -> np.ndarray:
+    return series.cast(pl.Float64).to_numpy()
+
+
+def accuracy_lines(frame: pl.DataFrame, suite: str) -> plt.Figure | None:
     """Accuracy against key-entity bins, one panel per task, one line per model (Wilson bars)."""
-    data = frame[(frame["suite"] == suite) & frame["accuracy"].notna()]
-    tasks = sorted(data["task"].unique())[:MAX_PANELS]
+    data = frame.filter((pl.col("suite") == suite) & pl.col("accuracy").is_not_null())
+    tasks = sorted(data["task"].unique().to_list())[:MAX_PANELS]
     if not tasks:
         return None
-    models = sorted(data["model"].unique())
+    models = sorted(data["model"].unique().to_list())
     fig, axes = _grid(len(tasks))
     for ax, task in zip(axes, tasks):
-        part = data[data["task"] == task]
-        bins = part.drop_duplicates("bin").sort_values("bin_lo")["bin"].tolist()
+        part = data.filter(pl.col("task") == task)
+        bins = part.unique("bin", keep="first", maintain_order=True).sort("bin_lo", maintain_order=True)["bin"].to_list()
         position = {b: i for i, b in enumerate(bins)}
         for j, model in enumerate(models):
-            line = part[part["model"] == model].sort_values("bin_lo")
-            if line.empty:
+            line = part.filter(pl.col("model") == model).sort("bin_lo", maintain_order=True)
+            if line.is_empty():
                 continue
             x = [position[b] for b in line["bin"]]
-            err = np.vstack([line["accuracy"] - line["wilson_lo"], line["wilson_hi"] - line["accuracy"]])
-            ax.errorbar(x, line["accuracy"], yerr=np.clip(err, 0, None), marker="o", capsize=3,
+            accuracy = _floats(line["accuracy"])
+            err = np.vstack([accuracy - _floats(line["wilson_lo"]), _floats(line["wilson_hi"]) - accuracy])
+            ax.errorbar(x, accuracy, yerr=np.clip(err, 0, None), marker="o", capsize=3,
                         color=COLORS[j % len(COLORS)], label=model)
         ax.set_xticks(range(len(bins)), bins, rotation=30)
         ax.set_ylim(-0.05, 1.05)
@@ -163,24 +185,31 @@ def accuracy_lines(frame: pd.DataFrame, suite: str) -> plt.Figure | None:
     return fig
 
 
-def accuracy_heatmaps(frame: pd.DataFrame, model: str, suite: str) -> plt.Figure | None:
+def accuracy_heatmaps(frame: pl.DataFrame, model: str, suite: str) -> plt.Figure | None:
     """Accuracy by n (columns) × variant, prompt style and category (rows), one panel per task
     with at least two rows."""
-    data = frame[(frame["model"] == model) & (frame["suite"] == suite) & frame["accuracy"].notna()]
-    rows_per_task = data[["task", "variant", "prompt_style", "category"]].drop_duplicates().groupby("task").size()
-    tasks = [t for t in sorted(data["task"].unique()) if rows_per_task.get(t, 0) >= 2][:MAX_PANELS]
+    data = frame.filter((pl.col("model") == model) & (pl.col("suite") == suite) & pl.col("accuracy").is_not_null())
+    rows_per_task = dict(data.select("task", "variant", "prompt_style", "category").unique()
+                         .group_by("task").len().iter_rows())
+    tasks = [t for t in sorted(data["task"].unique().to_list()) if rows_per_task.get(t, 0) >= 2][:MAX_PANELS]
     if not tasks:
         return None
     fig, axes = _grid(len(tasks), width=5.5, height=3.6)
     image = None
     for ax, task in zip(axes, tasks):
-        part = data[data["task"] == task]
-        part = part.assign(row=[_label(v, s, c) or "none" for v, s, c in
-                                zip(part["variant"], part["prompt_style"], part["category"])])
-        grid = part.pivot_table(index="row", columns="key_entities", values="accuracy", aggfunc="mean")
-        image = ax.imshow(grid.to_numpy(dtype=float), vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns], rotation=90, fontsize=7)
-        ax.set_yticks(range(grid.shape[0]), grid.index.tolist(), fontsize=7)
+        part = data.filter((pl.col("task") == task) & pl.col("key_entities").is_not_null())
+        labels = [_label(v, s, c) or "none" for v, s, c in
+                  zip(part["variant"], part["prompt_style"], part["category"])]
+        cells = (part.select("key_entities", "accuracy").with_columns(row=pl.Series(labels, dtype=pl.String))
+                 .group_by("row", "key_entities").agg(pl.col("accuracy").mean()))
+        rows = sorted(cells["row"].unique().to_list())
+        columns = sorted(cells["key_entities"].unique().to_list())
+        grid = np.full((len(rows), len(columns)), np.nan)
+        for row, n, accuracy in cells.iter_rows():
+            grid[rows.index(row), columns.index(n)] = accuracy
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(columns)), [str(c) for c in columns], rotation=90, fontsize=7)
+        ax.set_yticks(range(len(rows)), rows, fontsize=7)
         ax.set_xlabel("n (key entities)")
         ax.set_title(task)
     fig.colorbar(image, ax=axes, shrink=0.8, label="accuracy")
@@ -188,26 +217,27 @@ def accuracy_heatmaps(frame: pd.DataFrame, model: str, suite: str) -> plt.Figure
     return fig
 
 
-def flip_bars(frame: pd.DataFrame) -> plt.Figure | None:
+def flip_bars(frame: pl.DataFrame) -> plt.Figure | None:
     """Share of each flip pattern per model, one panel per (suite, task, category, prompt style)."""
-    data = frame[(frame["k"] >= 2) & (frame["k"] <= 4)]
-    groups = data[["suite", "task", "category", "prompt_style"]].drop_duplicates().sort_values(
-        ["suite", "task", "category", "prompt_style"]).head(MAX_PANELS)
-    if groups.empty:
+    keys = ["suite", "task", "category", "prompt_style"]
+    data = frame.filter((pl.col("k") >= 2) & (pl.col("k") <= 4))
+    groups = data.select(keys).unique().sort(keys, nulls_last=True).head(MAX_PANELS)
+    if groups.is_empty():
         return None
-    fig, axes = _grid(len(groups), width=5.0, height=3.4)
-    for ax, (_, g) in zip(axes, groups.iterrows()):
-        part = data[(data["suite"] == g["suite"]) & (data["task"] == g["task"])
-                    & (data["category"] == g["category"]) & (data["prompt_style"] == g["prompt_style"])]
-        patterns = part.sort_values(["n_not_correct", "pattern"])["pattern"].drop_duplicates().tolist()
-        models = sorted(part["model"].unique())
+    fig, axes = _grid(groups.height, width=5.0, height=3.4)
+    for ax, g in zip(axes, groups.iter_rows(named=True)):
+        part = data.filter(*(_is(k, g[k]) for k in keys))
+        patterns = part.sort("n_not_correct", "pattern", nulls_last=True, maintain_order=True)["pattern"] \
+            .unique(maintain_order=True).to_list()
+        models = sorted(part["model"].unique().to_list())
         width = 0.8 / len(models)
         for j, model in enumerate(models):
-            shares = part[part["model"] == model].set_index("pattern")["share"].reindex(patterns).fillna(0)
+            share_of = dict(part.filter(pl.col("model") == model).select("pattern", "share").iter_rows())
+            shares = [0.0 if _missing(share_of.get(p)) else share_of[p] for p in patterns]
             ax.bar(np.arange(len(patterns)) + j * width, shares, width, label=model, color=COLORS[j % len(COLORS)])
         ax.set_xticks(np.arange(len(patterns)) + 0.4 - width / 2, patterns, rotation=90, fontsize=7)
         ax.set_ylim(0, 1)
-        variants = part["variants"].iloc[0]
+        variants = part["variants"][0]
         ax.set_title(f"{_label(g['suite'], g['task'], g['category'], g['prompt_style'])}\n"
                      f"order: {', '.join(variants)}", fontsize=8)
         ax.set_ylabel("share of complete families")
@@ -216,18 +246,19 @@ def flip_bars(frame: pd.DataFrame) -> plt.Figure | None:
     return fig
 
 
-def invariance_bars(frame: pd.DataFrame) -> plt.Figure | None:
+def invariance_bars(frame: pl.DataFrame) -> plt.Figure | None:
     """Invariance@k and Consistency@k with bootstrap intervals, one bar pair per group and model."""
-    data = frame[frame["invariance"].notna()].head(40)
-    if data.empty:
+    data = frame.filter(pl.col("invariance").is_not_null()).head(40)
+    if data.is_empty():
         return None
-    labels = [_label(r.model, r.suite, r.task, r.category, r.prompt_style, f"k={r.k}") for r in data.itertuples()]
-    y = np.arange(len(data))
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(data) + 1.5), layout="constrained")
+    labels = [_label(r["model"], r["suite"], r["task"], r["category"], r["prompt_style"], f"k={r['k']}")
+              for r in data.iter_rows(named=True)]
+    y = np.arange(data.height)
+    fig, ax = plt.subplots(figsize=(9, 0.45 * data.height + 1.5), layout="constrained")
     for offset, metric, color in ((-0.2, "invariance", COLORS[0]), (0.2, "consistency", COLORS[1])):
-        est = data[metric].to_numpy(dtype=float)
-        lo = data[f"{metric}_lo"].to_numpy(dtype=float)
-        hi = data[f"{metric}_hi"].to_numpy(dtype=float)
+        est = _floats(data[metric])
+        lo = _floats(data[f"{metric}_lo"])
+        hi = _floats(data[f"{metric}_hi"])
         err = np.vstack([np.nan_to_num(est - lo), np.nan_to_num(hi - est)])
         ax.barh(y + offset, est, 0.4, xerr=np.clip(err, 0, None), capsize=3, color=color, label=f"{metric}@k")
     ax.set_yticks(y, labels, fontsize=7)
@@ -238,26 +269,29 @@ def invariance_bars(frame: pd.DataFrame) -> plt.Figure | None:
     return fig
 
 
-def attractor_scatter(frame: pd.DataFrame) -> tuple[plt.Figure | None, int]:
+def attractor_scatter(frame: pl.DataFrame) -> tuple[plt.Figure | None, int]:
     """Predicted against gold values, point area by share, one panel per model and task.
 
     Returns the figure and the number of (gold, predicted) points left out as off-scale: a
     predicted value beyond ten times the largest gold of the panel, or beyond 64-bit integers.
     """
-    data = frame[frame["gold_value"].notna()].astype({"gold_value": float, "predicted_value": float})
-    panels = data[["model", "suite", "task"]].drop_duplicates().sort_values(["model", "suite", "task"]).head(MAX_PANELS)
-    if panels.empty:
+    keys = ["model", "suite", "task"]
+    data = frame.filter(pl.col("gold_value").is_not_null()).with_columns(
+        pl.col("gold_value", "predicted_value").cast(pl.Float64))
+    panels = data.select(keys).unique().sort(keys, nulls_last=True).head(MAX_PANELS)
+    if panels.is_empty():
         return None, 0
-    fig, axes = _grid(len(panels))
+    fig, axes = _grid(panels.height)
     off_scale = 0
-    for ax, (_, p) in zip(axes, panels.iterrows()):
-        part = data[(data["model"] == p["model"]) & (data["suite"] == p["suite"]) & (data["task"] == p["task"])]
+    for ax, p in zip(axes, panels.iter_rows(named=True)):
+        part = data.filter(*(_is(k, p[k]) for k in keys))
         limit = 10 * max(1.0, part["gold_value"].abs().max())
-        shown = part[part["predicted_value"].abs() <= limit]
-        off_scale += len(part) - len(shown)
+        shown = part.filter(pl.col("predicted_value").abs() <= limit)
+        off_scale += part.height - shown.height
         colors = [COLORS[2] if correct else COLORS[3] for correct in shown["is_gold"]]
-        ax.scatter(shown["gold_value"], shown["predicted_value"], s=20 + 200 * shown["share"], c=colors, alpha=0.7)
-        values = pd.concat([part["gold_value"], shown["predicted_value"]])
+        ax.scatter(_floats(shown["gold_value"]), _floats(shown["predicted_value"]),
+                   s=20 + 200 * _floats(shown["share"]), c=colors, alpha=0.7)
+        values = pl.concat([part["gold_value"], shown["predicted_value"]])
         lo, hi = min(values.min(), 0.0), max(values.max(), 1.0)
         ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
         for attractor in (50, 100):
@@ -270,16 +304,17 @@ def attractor_scatter(frame: pd.DataFrame) -> tuple[plt.Figure | None, int]:
     return fig, off_scale
 
 
-def outcome_bars(frame: pd.DataFrame) -> plt.Figure | None:
+def outcome_bars(frame: pl.DataFrame) -> plt.Figure | None:
     """Stacked counts of correct, wrong, unparsable and error per model and suite."""
-    if frame.empty:
+    if frame.is_empty():
         return None
-    totals = frame.groupby(["model", "suite"], as_index=False)[["n_correct", "n_wrong", "n_unparsable", "n_error"]].sum()
-    labels = [_label(r.model, r.suite) for r in totals.itertuples()]
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(totals) + 1.5), layout="constrained")
-    left = np.zeros(len(totals))
-    for column, color in zip(("n_correct", "n_wrong", "n_unparsable", "n_error"), (COLORS[2], COLORS[3], COLORS[1], COLORS[7])):
-        values = totals[column].to_numpy(dtype=float)
+    columns = ("n_correct", "n_wrong", "n_unparsable", "n_error")
+    totals = frame.group_by("model", "suite").agg(pl.col(columns).sum()).sort("model", "suite", nulls_last=True)
+    labels = [_label(m, s) for m, s in totals.select("model", "suite").iter_rows()]
+    fig, ax = plt.subplots(figsize=(8, 0.5 * totals.height + 1.5), layout="constrained")
+    left = np.zeros(totals.height)
+    for column, color in zip(columns, (COLORS[2], COLORS[3], COLORS[1], COLORS[7])):
+        values = _floats(totals[column])
         ax.barh(labels, values, left=left, color=color, label=column.removeprefix("n_"))
         left += values
     ax.invert_yaxis()
@@ -292,48 +327,73 @@ def outcome_bars(frame: pd.DataFrame) -> plt.Figure | None:
 # ---------------------------------------------------------------------------------------------
 # Data
 
+# The marts the report reads share intermediate views, and DuckDB derives a view again in every
+# query that reads it: trial_scores sits under every metric, family_trials and
+# family_answer_pairs under the flip patterns, invariance and McNemar tests, paired_tests under
+# both McNemar tables. At a million scored responses that repetition was most of the report's
+# time (bench/PROFILE.md). So the report's own connection takes each of them once, in this order
+# (each reads the ones before), as a temporary table of the same name: DuckDB looks names up in
+# the temporary schema first, so every view above reads the snapshot. The definitions stay the
+# views' own, and every table of one report sees the same state of the lake even while a sweep
+# writes. The connection is the report's alone and is closed after load().
+SNAPSHOT = ("items", "trial_scores", "family_trials", "family_answer_pairs", "paired_tests")
 
-def _df(con, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
-    return con.execute(sql, params or []).df()
+
+def snapshot_intermediates(con) -> None:
+    """Materialise the shared views of :data:`SNAPSHOT` on ``con`` as same-named temporary tables
+    (taken afresh when called again)."""
+    for name in SNAPSHOT:  # an earlier snapshot would otherwise feed the new one
+        con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+    for name in SNAPSHOT:
+        con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM main.{name}")
 
 
-def load(con, threshold: float) -> dict[str, pd.DataFrame]:
+def _frame(con, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
+    frame = con.sql(sql, params=params or None).pl()
+    # SQL sums of integers arrive as DECIMAL: numbers here, as every other count and measure.
+    # A NaN stands for a missing value, as a NULL does.
+    return frame.with_columns(pl.col(pl.Decimal).cast(pl.Float64)).with_columns(
+        pl.col(pl.Float32, pl.Float64).fill_nan(None))
+
+
+def load(con, threshold: float) -> dict[str, pl.DataFrame]:
     """Every frame the report draws from, read from the metric views."""
+    snapshot_intermediates(con)
     frames = {
-        "by_bin": _df(con, "SELECT * FROM accuracy_by_task_bin"),
-        "by_n": _df(con, "SELECT * FROM accuracy_by_n"),
-        "outcomes": _df(con, "SELECT * FROM outcomes_by_task ORDER BY ALL"),
-        "flips": _df(con, "SELECT * FROM flip_patterns"),
-        "invariance": _df(con, "SELECT * FROM invariance"),
-        "intervals": _df(con, "SELECT * FROM computed_bootstrap WHERE scope = 'all'"),
-        "attractor_counts": _df(con, "SELECT * FROM attractor_counts"),
-        "attractors": _df(con, """SELECT model, suite, task, category, prompt_style, gold, n_scored, n_correct,
-                                         n_wrong, n_unparsable, n_error, accuracy, top_wrong, top_wrong_share,
-                                         n_50, share_50, n_100, share_100
-                                  FROM attractors"""),
-        "breaking": _df(con, "SELECT * FROM breaking_points(threshold := ?)", [threshold]),
-        "mcnemar": _df(con, "SELECT * FROM mcnemar_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
-        "model_pairs": _df(con, "SELECT * FROM model_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
-        "associativity": _df(con, "SELECT * FROM associativity_calls"),
-        "regression": _df(con, "SELECT * FROM computed_regression WHERE scope = 'all'"),
-        "lenient": _df(con, "SELECT * FROM lenient_accuracy_by_bin"),
-        "cost": _df(con, """SELECT run_id, model, n_responses, n_ok, n_error, prompt_tokens, completion_tokens,
-                                   cost_usd, n_unpriced FROM cost_by_run ORDER BY last_at DESC, model"""),
+        "by_bin": _frame(con, "SELECT * FROM accuracy_by_task_bin"),
+        "by_n": _frame(con, "SELECT * FROM accuracy_by_n"),
+        "outcomes": _frame(con, "SELECT * FROM outcomes_by_task ORDER BY ALL"),
+        "flips": _frame(con, "SELECT * FROM flip_patterns"),
+        "invariance": _frame(con, "SELECT * FROM invariance"),
+        "intervals": _frame(con, "SELECT * FROM computed_bootstrap WHERE scope = 'all'"),
+        "attractor_counts": _frame(con, "SELECT * FROM attractor_counts"),
+        "attractors": _frame(con, """SELECT model, suite, task, category, prompt_style, gold, n_scored, n_correct,
+                                            n_wrong, n_unparsable, n_error, accuracy, top_wrong, top_wrong_share,
+                                            n_50, share_50, n_100, share_100
+                                     FROM attractors"""),
+        "breaking": _frame(con, "SELECT * FROM breaking_points(threshold := ?)", [threshold]),
+        "mcnemar": _frame(con, "SELECT * FROM mcnemar_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
+        "model_pairs": _frame(con, "SELECT * FROM model_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
+        "associativity": _frame(con, "SELECT * FROM associativity_calls"),
+        "regression": _frame(con, "SELECT * FROM computed_regression WHERE scope = 'all'"),
+        "lenient": _frame(con, "SELECT * FROM lenient_accuracy_by_bin"),
+        "cost": _frame(con, """SELECT run_id, model, n_responses, n_ok, n_error, prompt_tokens, completion_tokens,
+                                      cost_usd, n_unpriced FROM cost_by_run ORDER BY last_at DESC, model"""),
     }
     return frames
 
 
-def invariance_table(invariance: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
+def invariance_table(invariance: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame:
     """The invariance view joined with the bootstrap intervals of Invariance@k and Consistency@k."""
-    if invariance.empty:
-        return pd.DataFrame()
+    if invariance.is_empty():
+        return pl.DataFrame()
     keys = ["model", "suite", "task", "category", "prompt_style", "k"]
-    table = invariance.assign(variants_key=[",".join(v) for v in invariance["variants"]])
+    table = invariance.with_columns(variants_key=pl.col("variants").list.join(","))
     for metric in ("invariance", "consistency"):
-        part = intervals[intervals["metric"] == metric][keys + ["variant", "estimate", "ci_lo", "ci_hi"]]
-        part = part.rename(columns={"variant": "variants_key", "estimate": metric, "ci_lo": f"{metric}_lo",
-                                    "ci_hi": f"{metric}_hi"})
-        table = table.merge(part, on=keys + ["variants_key"], how="left")
+        part = intervals.filter(pl.col("metric") == metric).select(
+            *keys, pl.col("variant").alias("variants_key"), pl.col("estimate").alias(metric),
+            pl.col("ci_lo").alias(f"{metric}_lo"), pl.col("ci_hi").alias(f"{metric}_hi"))
+        table = table.join(part, on=keys + ["variants_key"], how="left", nulls_equal=True, maintain_order="left")
     return table
 
 
@@ -350,22 +410,22 @@ def _figure_section(title: str, slug: str, figure: plt.Figure | None, empty_note
     return section
 
 
-def sections(frames: dict[str, pd.DataFrame], threshold: float) -> list[Section]:
+def sections(frames: dict[str, pl.DataFrame], threshold: float) -> list[Section]:
     """The report's sections, in order."""
     out: list[Section] = []
     by_bin = frames["by_bin"]
-    suites = sorted(by_bin["suite"].unique())
+    suites = sorted(by_bin["suite"].unique().to_list())
     for suite in suites or ["(none)"]:
         out.append(_figure_section(
             f"Accuracy against key entities: {suite}", f"accuracy_{suite}",
             accuracy_lines(by_bin, suite) if suites else None, "No scored trials yet."))
     breaking = frames["breaking"]
     out[-1].tables.append(html_table(breaking, f"Breaking point: first bin with accuracy below {threshold}"))
-    if not frames["lenient"].empty:
+    if not frames["lenient"].is_empty():
         out[-1].tables.append(html_table(frames["lenient"], "Lenient (order-insensitive) score next to exact match"))
 
     by_n = frames["by_n"]
-    pairs = by_n[["model", "suite"]].drop_duplicates().sort_values(["model", "suite"]).itertuples(index=False)
+    pairs = by_n.select("model", "suite").unique().sort("model", "suite", nulls_last=True).iter_rows()
     heatmaps = [(m, s, accuracy_heatmaps(by_n, m, s)) for m, s in pairs]
     heatmaps = [h for h in heatmaps if h[2] is not None]
     if not heatmaps:
@@ -380,21 +440,22 @@ def sections(frames: dict[str, pd.DataFrame], threshold: float) -> list[Section]
                               "No family with two to four variants has a complete set of scored answers.")
     out.append(section)
     section = _figure_section("Invariance@k and Consistency@k", "invariance",
-                              invariance_bars(table) if not table.empty else None,
+                              invariance_bars(table) if not table.is_empty() else None,
                               "No complete family yet (every variant scored).")
-    if not table.empty:
-        shown = table.assign(
-            variants=[", ".join(v) for v in table["variants"]],
-            **{"Invariance@k [95% CI]": [interval(*v) for v in zip(table["invariance"], table["invariance_lo"], table["invariance_hi"])],
-               "Consistency@k [95% CI]": [interval(*v) for v in zip(table["consistency"], table["consistency_lo"], table["consistency_hi"])]},
-        )[["model", "suite", "task", "category", "prompt_style", "k", "variants", "n_complete", "n_excluded",
-           "n_families", "Invariance@k [95% CI]", "Consistency@k [95% CI]", "n_scored", "n_wrong", "n_unparsable", "n_error"]]
+    if not table.is_empty():
+        shown = table.with_columns(
+            pl.col("variants").list.join(", "),
+            _intervals("Invariance@k [95% CI]", table, "invariance", "invariance_lo", "invariance_hi"),
+            _intervals("Consistency@k [95% CI]", table, "consistency", "consistency_lo", "consistency_hi"),
+        ).select("model", "suite", "task", "category", "prompt_style", "k", "variants", "n_complete", "n_excluded",
+                 "n_families", "Invariance@k [95% CI]", "Consistency@k [95% CI]", "n_scored", "n_wrong", "n_unparsable",
+                 "n_error")
         section.tables.append(html_table(shown, "Only complete families count; n_excluded lacked a scored answer on some variant"))
-    gaps = frames["intervals"][frames["intervals"]["metric"] == "gap"]
-    if not gaps.empty:
-        gaps = gaps.assign(gap=[interval(*v) for v in zip(gaps["estimate"], gaps["ci_lo"], gaps["ci_hi"])])[
-            ["model", "suite", "task", "prompt_style", "variant", "variant_b", "estimate_a", "estimate_b", "gap",
-             "n_families", "n_scored", "n_wrong", "n_unparsable", "n_error"]]
+    gaps = frames["intervals"].filter(pl.col("metric") == "gap")
+    if not gaps.is_empty():
+        gaps = gaps.with_columns(_intervals("gap", gaps, "estimate", "ci_lo", "ci_hi")).select(
+            "model", "suite", "task", "prompt_style", "variant", "variant_b", "estimate_a", "estimate_b", "gap",
+            "n_families", "n_scored", "n_wrong", "n_unparsable", "n_error")
         section.tables.append(html_table(gaps, "Accuracy gap between variants (variant − variant_b) with family bootstrap 95% intervals"))
     section.tables.append(html_table(frames["mcnemar"], "McNemar tests between variants (exact, Holm-adjusted per task)"))
     section.tables.append(html_table(frames["model_pairs"], "McNemar tests between models on the same trials"))
@@ -406,19 +467,19 @@ def sections(frames: dict[str, pd.DataFrame], threshold: float) -> list[Section]
     if off_scale:
         section.notes.append(f"{off_scale} (gold, predicted) points beyond ten times the largest gold are not drawn.")
     section.tables.append(html_table(frames["attractors"], "Per gold value: most frequent wrong answer and the shares of 50 and 100"))
-    if not frames["associativity"].empty:
+    if not frames["associativity"].is_empty():
         section.tables.append(html_table(frames["associativity"], "Associativity: accuracy of each call, of the item, and of the closure baseline"))
     out.append(section)
 
     regression = frames["regression"]
     section = Section("Logistic regression: correct ~ C(variant) + n_tokens + symbol_density + n_numbers + C(task)", "regression")
-    if regression.empty:
+    if regression.is_empty():
         section.notes.append("No regression computed yet.")
     else:
-        section.tables.append(html_table(regression[[
+        section.tables.append(html_table(regression.select(
             "suite", "model", "task", "fit", "term", "coef", "std_err", "z", "p_value", "ci_lo", "ci_hi", "n", "n_correct",
             "n_unparsable", "n_error", "reference_variant", "reference_model", "reference_task", "dropped", "status",
-            "reason"]],
+            "reason"),
             "Per model and pooled with model fixed effects, tasks pooled with task fixed effects, and per task; "
             "skipped fits give their reason"))
     out.append(section)
@@ -431,15 +492,15 @@ def sections(frames: dict[str, pd.DataFrame], threshold: float) -> list[Section]
     return out
 
 
-def cost_section(cost: pd.DataFrame) -> Section:
+def cost_section(cost: pl.DataFrame) -> Section:
     """Tokens and USD per run and model (view cost_by_run); an unknown price stays empty, never 0."""
     section = Section("Cost", "cost")
-    if cost.empty:
+    if cost.is_empty():
         section.notes.append("No responses yet.")
         return section
-    total = cost["cost_usd"].sum(min_count=1)
-    section.notes.append(f"Total over {cost['run_id'].nunique()} run(s): "
-                         + ("no priced response" if pd.isna(total) else f"{total:.6f} USD")
+    priced = cost["cost_usd"].drop_nulls()
+    section.notes.append(f"Total over {cost['run_id'].drop_nulls().n_unique()} run(s): "
+                         + ("no priced response" if priced.is_empty() else f"{priced.sum():.6f} USD")
                          + f"; {int(cost['n_unpriced'].sum())} response(s) without a known price.")
     section.tables.append(html_table(cost, "Per run and model: what the run paid for (ledger answers cost nothing)"))
     return section
@@ -481,11 +542,11 @@ def render_html(parts: list[Section], meta: dict[str, str]) -> str:
             f"<h2>Contents</h2><ol>{toc}</ol>{''.join(body)}</body></html>")
 
 
-def bootstrap_meta(intervals: pd.DataFrame) -> str:
+def bootstrap_meta(intervals: pl.DataFrame) -> str:
     """The report's line on the bootstrap: resamples, seed and computation of the intervals shown."""
-    if intervals.empty:
+    if intervals.is_empty():
         return "no bootstrap intervals stored yet (a sweep with report = true, or `invarbench report`, computes them)"
-    first = intervals.iloc[0]
+    first = intervals.row(0, named=True)
     return f"{first['resamples']} family resamples, seed {first['seed']}, computation {first['computation_id']}"
 
 

@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 
 from conftest import write_config
 from flows.cli import app
-from flows.report import build_report
+from flows.report import SNAPSHOT, build_report, load, snapshot_intermediates
 from lake_fixtures import LakeBuilder, status_of
 from tasks.config import load_config
+from tasks.store import connect
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -100,6 +101,39 @@ def test_report_command_prints_the_html_path(tmp_path):
     assert result.exit_code == 0, result.output
     assert str(tmp_path / "cli" / "report.html") in result.output
     assert (tmp_path / "cli" / "report.html").exists()
+
+
+def _rows(frame) -> list[str]:
+    return sorted(repr(row) for row in frame.iter_rows())
+
+
+def test_report_frames_read_one_snapshot_with_the_views_results(tmp_path):
+    lake = rich_lake(tmp_path)
+    con = connect(lake.lake)
+    try:
+        frames = load(con, 0.6)
+        plain = connect(lake.lake)
+        try:
+            # the same rows as the views give on a connection without the snapshot
+            for name, view in (("by_bin", "accuracy_by_task_bin"), ("flips", "flip_patterns"),
+                               ("invariance", "invariance"), ("attractor_counts", "attractor_counts")):
+                assert frames[name].height > 0, name
+                assert _rows(frames[name]) == _rows(plain.sql(f"SELECT * FROM {view}").pl()), name
+            mcnemar = plain.sql("SELECT * FROM mcnemar_pairs WHERE n_pairs > 0").pl()
+            assert frames["mcnemar"].height > 0 and _rows(frames["mcnemar"]) == _rows(mcnemar)
+        finally:
+            plain.close()
+        temporary = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+        assert set(SNAPSHOT) <= temporary
+        # A trial written after the snapshot: the report's views do not see it, a new connection does.
+        before = con.execute("SELECT sum(n_scored) FROM outcomes_by_task").fetchone()[0]
+        lake.trial(lake.item("late"), "m1", "correct", "5")
+        lake.flush()
+        assert con.execute("SELECT sum(n_scored) FROM outcomes_by_task").fetchone()[0] == before
+        snapshot_intermediates(con)  # taken again, it sees the new trial
+        assert con.execute("SELECT sum(n_scored) FROM outcomes_by_task").fetchone()[0] == before + 1
+    finally:
+        con.close()
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Chromium is not installed (apt-get install -y chromium)")
