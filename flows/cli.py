@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tasks import progress
-from tasks.config import ConfigError, load_config
+from tasks.config import ConfigError, LakeError, load_config
 from tasks.environment import apply_defaults
 from tasks.suites.base import GeneratorError
 
@@ -251,7 +251,7 @@ def sql(
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
-    from tasks.store import LakeError, open_catalog, query
+    from tasks.store import open_catalog, query
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
@@ -409,8 +409,6 @@ def main() -> None:
     # interpreter's exit would otherwise report them under every table this CLI prints.
     warnings.filterwarnings("ignore", category=ResourceWarning)
     apply_defaults()  # before any command loads Prefect or litellm
-    from tasks.store import LakeError
-
     try:
         app()
     except LakeError as exc:  # any command on a lake it cannot use: a configuration problem, exit 2

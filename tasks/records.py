@@ -21,6 +21,11 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def now_utc() -> dt.datetime:
+    """The current time, timezone-aware UTC (every timestamp in the lake is UTC)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
 def content_hash(obj: Any, length: int = 16) -> str:
     """sha256 of the canonical JSON of ``obj``, hex, truncated to ``length`` characters."""
     digest = hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()

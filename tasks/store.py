@@ -14,7 +14,6 @@ use an in-memory DuckDB with the same views, so a sweep never holds the catalog 
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 import threading
@@ -30,8 +29,9 @@ import pyarrow.parquet as pq
 from fsspec.implementations.arrow import ArrowFSWrapper
 from fsspec.implementations.memory import MemoryFile
 
-from tasks.config import ConfigError
+from tasks.config import ConfigError, LakeError
 from tasks.features import FEATURE_NAMES
+from tasks.records import now_utc
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 
@@ -123,15 +123,6 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("status", _str), ("reason", _str),
     ]),
 }
-
-
-def now_utc() -> dt.datetime:
-    """The current time, timezone-aware UTC (every timestamp in the lake is UTC)."""
-    return dt.datetime.now(dt.timezone.utc)
-
-
-class LakeError(ConfigError):
-    """The lake cannot be used: an unreachable endpoint, a missing bucket, wrong credentials."""
 
 
 def is_url(lake: str) -> bool:
