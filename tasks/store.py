@@ -14,13 +14,14 @@ use an in-memory DuckDB with the same views, so a sweep never holds the catalog 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -464,13 +465,21 @@ def _reader(lake: str) -> duckdb.DuckDBPyConnection:
         return con
 
 
-def read(lake: str, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    """One query over the lake's views; closes whatever connection it opened."""
+@contextlib.contextmanager
+def reader(lake: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection with the lake's views for the pipeline's reads, closed on exit: a cursor of the
+    process's shared in-memory DuckDB for a local lake, a connection of its own for an object store."""
     con = connect(lake) if is_url(lake) else _reader(lake).cursor()
     try:
-        return query(con, sql, params)
+        yield con
     finally:
         con.close()
+
+
+def read(lake: str, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """One query over the lake's views; closes whatever connection it opened."""
+    with reader(lake) as con:
+        return query(con, sql, params)
 
 
 def write_new_items(lake: str, rows: Sequence[dict[str, Any]]) -> int:
