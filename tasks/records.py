@@ -10,6 +10,7 @@ such as the symmetry suite's associativity protocol.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -118,7 +119,10 @@ class Request:
     sampling: dict[str, Any]
     sample_idx: int
 
-    @property
+    # Cached: the call stage reads a request's id several times (request row, ledger look-up,
+    # claims, response), and hashing the canonical JSON of its messages each time added up to
+    # about 7 hashes per request. The fields it covers are frozen.
+    @functools.cached_property
     def request_id(self) -> str:
         """sha256 over route, messages, sampling parameters and ``sample_idx``.
 
