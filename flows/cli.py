@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
@@ -19,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tasks import progress
-from tasks.config import ConfigError, load_config
+from tasks.config import ConfigError, LakeError, load_config
 from tasks.environment import apply_defaults
 from tasks.suites.base import GeneratorError
 
@@ -84,6 +85,33 @@ class RichListener:
         self.bar.refresh()
 
 
+def start_prefect_server() -> Callable[[], None]:
+    """Start Prefect's temporary API server now, in the background, when a flow would start one
+    (no ``PREFECT_API_URL``); returns a function that waits until it is up (a no-op otherwise).
+
+    The server is a separate process that takes seconds to boot, and a flow starts it only when
+    it runs, then waits: started first, it boots while this process imports the flow's modules.
+    Prefect keeps one such server per process, so the flow then finds it running. A failed start
+    is not reported here: the flow starts the server again and reports it.
+    """
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return lambda: None
+    # Imported here, not in the thread: two threads importing overlapping modules can deadlock.
+    from prefect.server.api.server import SubprocessASGIServer
+
+    def start() -> None:
+        try:
+            SubprocessASGIServer().start()
+        except Exception:  # noqa: BLE001 - the flow's own start raises it again, with Prefect's message
+            pass
+
+    thread = threading.Thread(target=start, name="prefect-server-start", daemon=True)
+    thread.start()
+    return thread.join
+
+
 def _load(config: Optional[Path], overrides: dict[str, Any] | None = None):
     try:
         return load_config(config, overrides)
@@ -125,10 +153,14 @@ def sweep(
     except ConfigError as exc:
         fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    server_up = start_prefect_server()
     from flows.sweep import concurrency_rows, sweep as sweep_flow
     from tasks.cost import BudgetExceeded
     from tasks.embedded import EmbeddedModelCrashed
-    from tasks.validate import ValidationFailed
+    from tasks.validate import ValidationFailed, prepare_validation
+
+    prepare_validation()  # Great Expectations' import, while the server boots
+    server_up()
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
@@ -251,7 +283,7 @@ def sql(
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
-    from tasks.store import LakeError, open_catalog, query
+    from tasks.store import open_catalog, query
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
@@ -342,8 +374,10 @@ def rescore(
             fail(f"--since {since}: expected a date as YYYY-MM-DD")
     _load(config)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    server_up = start_prefect_server()
     from flows.rescore import rescore as rescore_flow
 
+    server_up()
     summary = rescore_flow(str(config) if config else None, runs=run or (), models=model or (),
                            suites=suite or (), since=since_date)
     print_rows([{k: c[k] for k in ("model", "suite", "task", "variant", "gold", "previous_status", "status",
@@ -409,8 +443,6 @@ def main() -> None:
     # interpreter's exit would otherwise report them under every table this CLI prints.
     warnings.filterwarnings("ignore", category=ResourceWarning)
     apply_defaults()  # before any command loads Prefect or litellm
-    from tasks.store import LakeError
-
     try:
         app()
     except LakeError as exc:  # any command on a lake it cannot use: a configuration problem, exit 2

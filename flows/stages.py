@@ -4,6 +4,11 @@ one process) and :mod:`flows.batch` (its (model, batch) units as flow runs on wo
 Each task is named for what it does to a batch (``validate_batch``, ``call_batch``, ...); the
 plain functions behind them (:mod:`tasks`) carry no suffix. :func:`run_unit` is one model on one
 batch: call, then parse and score what it answered.
+
+Callers pass a batch's rows (and a selection's item ids) wrapped in Prefect's ``quote``: Prefect
+otherwise walks every task parameter, each row dict and each of its strings, twice per task run
+(looking for futures to resolve and for lineage), about 400 visits per item per stage; the
+tasks receive the plain value either way.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NONE
+from prefect.utilities.annotations import quote
 
 from tasks import progress
 from tasks.call import CallStats, run_calls, step_plan
@@ -83,8 +89,8 @@ def score_batch(lake: str, selection: Selection, run_id: str, model: str, index:
 
 def run_unit(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
     """One model on one batch: call the model, then parse and score what it answered."""
-    stats = call_batch(lake, rows, model, cfg, run_id, index)
-    selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows))
+    stats = call_batch(lake, quote(rows), model, cfg, run_id, index)
+    selection = quote(Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows)))
     parse_batch(lake, selection, model, index)
     score_batch(lake, selection, run_id, model, index)
     if stats.budget:

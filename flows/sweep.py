@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NONE
+from prefect.utilities.annotations import quote
 
 from flows import batch as scale_out
 from flows.stages import generate_items, load_datasets, run_unit, store_items_batch, validate_batch
@@ -119,7 +120,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     batches = chunks(rows, size)
     with progress.stage("validate", len(batches)) as advance:
         for i, batch in enumerate(batches):
-            validate_batch(batch, i)
+            validate_batch(quote(batch), i)
             advance(1)
     logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d batch(es)",
                 len(rows), identical, len(dropped_families), len(batches))
@@ -137,7 +138,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     try:
         with progress.stage("store items", len(batches)) as advance:
             for i, batch in enumerate(batches):
-                store_items_batch(lake, batch, i)
+                store_items_batch(lake, quote(batch), i)
                 advance(1)
 
         units = [(model, i) for model in cfg.sweep.models for i in range(len(batches))]

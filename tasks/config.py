@@ -24,6 +24,10 @@ class ConfigError(ValueError):
     """A configuration problem; the message names the key and what is wrong with it."""
 
 
+class LakeError(ConfigError):
+    """The lake cannot be used: an unreachable endpoint, a missing bucket, wrong credentials."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

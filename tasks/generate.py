@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tasks.features import feature_row
-from tasks.records import Item, canonical_json, content_hash
-from tasks.store import now_utc
+from tasks.records import Item, canonical_json, content_hash, now_utc
 from tasks.suites import get_task
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from tasks import parse as parsing
 from tasks.selection import Selection
-from tasks.store import connect, now_utc, query, write_rows
+from tasks.store import now_utc, query, reader, write_rows
 
 SCORER_VERSION = "1"
 
@@ -44,8 +44,7 @@ class StageStats:
 def parse_responses(lake: str, selection: Selection) -> StageStats:
     """Parse the selection's ``ok`` responses that lack a parse of the current parser version."""
     where, params = selection.where()
-    con = connect(lake)
-    try:
+    with reader(lake) as con:
         rows = query(
             con,
             f"""
@@ -65,8 +64,6 @@ def parse_responses(lake: str, selection: Selection) -> StageStats:
                 [[r["response_id"] for r in rows]],
             )
         }
-    finally:
-        con.close()
     out, now = [], now_utc()
     for r in rows:
         answer_type = parsing.step_answer_type(r["answer_type"], r["steps"], r["step"])
@@ -106,8 +103,7 @@ def judge(answer_type: str, gold: str, n_steps: int, steps: list[dict[str, Any]]
 def score_trials(lake: str, selection: Selection, run_id: str) -> StageStats:
     """Score the selection's trials that lack a score of the current version over the same responses."""
     where, params = selection.where()
-    con = connect(lake)
-    try:
+    with reader(lake) as con:
         rows = query(
             con,
             f"""
@@ -140,8 +136,6 @@ def score_trials(lake: str, selection: Selection, run_id: str) -> StageStats:
                 [list(trials)],
             )
         }
-    finally:
-        con.close()
     out, now = [], now_utc()
     for tid, steps in trials.items():
         first = steps[0]

@@ -14,14 +14,14 @@ use an in-memory DuckDB with the same views, so a sweep never holds the catalog 
 
 from __future__ import annotations
 
-import datetime as dt
+import contextlib
 import os
 import re
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -30,8 +30,9 @@ import pyarrow.parquet as pq
 from fsspec.implementations.arrow import ArrowFSWrapper
 from fsspec.implementations.memory import MemoryFile
 
-from tasks.config import ConfigError
+from tasks.config import ConfigError, LakeError
 from tasks.features import FEATURE_NAMES
+from tasks.records import now_utc
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 
@@ -123,15 +124,6 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("status", _str), ("reason", _str),
     ]),
 }
-
-
-def now_utc() -> dt.datetime:
-    """The current time, timezone-aware UTC (every timestamp in the lake is UTC)."""
-    return dt.datetime.now(dt.timezone.utc)
-
-
-class LakeError(ConfigError):
-    """The lake cannot be used: an unreachable endpoint, a missing bucket, wrong credentials."""
 
 
 def is_url(lake: str) -> bool:
@@ -476,13 +468,21 @@ def _reader(lake: str) -> duckdb.DuckDBPyConnection:
         return con
 
 
-def read(lake: str, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    """One query over the lake's views; closes whatever connection it opened."""
+@contextlib.contextmanager
+def reader(lake: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection with the lake's views for the pipeline's reads, closed on exit: a cursor of the
+    process's shared in-memory DuckDB for a local lake, a connection of its own for an object store."""
     con = connect(lake) if is_url(lake) else _reader(lake).cursor()
     try:
-        return query(con, sql, params)
+        yield con
     finally:
         con.close()
+
+
+def read(lake: str, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """One query over the lake's views; closes whatever connection it opened."""
+    with reader(lake) as con:
+        return query(con, sql, params)
 
 
 def write_new_items(lake: str, rows: Sequence[dict[str, Any]]) -> int:

@@ -80,6 +80,12 @@ def _context():
     return context
 
 
+def prepare_validation() -> None:
+    """Import Great Expectations and build its context now rather than at the first batch (the
+    sweep does it while Prefect's server starts)."""
+    _context()
+
+
 def _item_expectations() -> list[Any]:
     import great_expectations as gx
 
