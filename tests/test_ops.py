@@ -309,7 +309,9 @@ def test_a_missing_shared_limit_stops_the_call_stage(ops, tmp_path, monkeypatch)
 
 # --- the README's several-machines commands, and a lake in a shared bucket ---------------------------
 
-VENV = Path(sys.prefix)
+# Relative to the checkout when inside it, as a user's `make` sees it: make cannot name a target
+# whose path has a space, and the checkout's own path may have one.
+VENV = Path(sys.prefix).relative_to(REPO) if Path(sys.prefix).is_relative_to(REPO) else Path(sys.prefix)
 
 
 def make(*args: str) -> list[str]:
