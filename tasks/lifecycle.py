@@ -190,22 +190,15 @@ class Run:
             self._thread.join()
 
 
-def _lost_here(lake: str) -> list[str]:
-    """Runs still ``running`` that this machine started and whose process no longer exists."""
+def stale_runs(lake: str) -> list[dict[str, Any]]:
+    """The runs whose latest row is ``running`` but whose process is gone: no heartbeat for
+    STALE_AFTER, or started on this machine by a process that no longer exists."""
     kinds = ", ".join(f"'{k}'" for k in HEARTBEAT_KINDS)
     # SELECT *: lakes written before runs had host and pid columns have none to name
-    running = read(lake, f"SELECT * FROM runs WHERE status = 'running' AND kind IN ({kinds})")
-    return [r["run_id"] for r in running if r.get("host") == this_host() and process_gone(r.get("pid"))]
-
-
-def _status_sql() -> str:
-    kinds = ", ".join(f"'{k}'" for k in HEARTBEAT_KINDS)
-    return (f"CASE WHEN status = 'running' AND kind IN ({kinds}) "
-            "AND (updated_at < $cutoff OR list_contains($lost::VARCHAR[], run_id)) THEN 'crashed' ELSE status END")
-
-
-def _status_params(lake: str) -> dict[str, Any]:
-    return {"cutoff": now_utc() - STALE_AFTER, "lost": _lost_here(lake)}
+    running = read(lake, f"SELECT * FROM runs WHERE status = 'running' AND kind IN ({kinds}) ORDER BY started_at")
+    cutoff = now_utc() - STALE_AFTER
+    return [r for r in running
+            if r["updated_at"] < cutoff or (r.get("host") == this_host() and process_gone(r.get("pid")))]
 
 
 def list_runs(lake: str, limit: int) -> list[dict[str, Any]]:
@@ -218,19 +211,13 @@ def list_runs(lake: str, limit: int) -> list[dict[str, Any]]:
                               || coalesce(printf('%.6f', cost_usd) || ' USD', 'cost unknown'), '; ' ORDER BY model)
                        AS cost_by_model
             FROM cost_by_run GROUP BY run_id)
-        SELECT r.run_id, r.kind, {_status_sql()} AS status, r.flow_run_id, r.models, r.n_items, r.n_requests,
-               r.n_sent, r.n_cached, r.n_errors, c.prompt_tokens, c.completion_tokens, c.cost_usd, c.cost_by_model,
+        SELECT r.run_id, r.kind,
+               CASE WHEN list_contains($crashed::VARCHAR[], r.run_id) THEN 'crashed' ELSE r.status END AS status,
+               r.flow_run_id, r.models, r.n_items, r.n_requests, r.n_sent, r.n_cached, r.n_errors, c.prompt_tokens, c.completion_tokens, c.cost_usd, c.cost_by_model,
                strftime(r.started_at, '%Y-%m-%d %H:%M:%S') AS started_utc,
                strftime(r.updated_at, '%Y-%m-%d %H:%M:%S') AS updated_utc, r.message
         FROM runs r LEFT JOIN per_model c USING (run_id) ORDER BY r.started_at DESC LIMIT $limit""",
-                {**_status_params(lake), "limit": limit})
-
-
-def stale_runs(lake: str) -> list[dict[str, Any]]:
-    """The runs whose latest row is ``running`` but whose process is gone: no heartbeat for
-    STALE_AFTER, or started on this machine by a process that no longer exists."""
-    return read(lake, f"SELECT * FROM runs WHERE {_status_sql()} = 'crashed' AND status = 'running' "
-                      "ORDER BY started_at", _status_params(lake))
+                {"crashed": [r["run_id"] for r in stale_runs(lake)], "limit": limit})
 
 
 def mark_stale_crashed(lake: str) -> list[dict[str, Any]]:
