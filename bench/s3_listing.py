@@ -1,18 +1,20 @@
 """How long `invarbench sql "select count(*) from responses"` takes on a lake of 100,000 files in a
-local S3-compatible server (moto, in a subprocess on 127.0.0.1), and how many requests it makes.
+local S3-compatible server (moto, in a subprocess on 127.0.0.1), before and after `invarbench
+compact`, and how many requests each step makes.
 
-The lake: 100,000 one-row Parquet files, as many small batches would leave behind —
+The lake: 100,000 one-row Parquet files, as many small batches would leave behind (runs killed
+before their end-of-run compaction, or lakes written before compaction existed) —
 ``RESPONSES`` files of ``responses`` over ``DAYS`` day partitions, the rest spread over the
-other tables. Each file is uploaded with boto3 from a thread pool (about 1,000 PUTs per second
-on 2 cores); moto keeps them in memory. Then the CLI runs in a subprocess, as a user would run
-it: once to build the catalog, once more on a built catalog, once with a filter on one day (hive
-partition pruning: the other days' files are listed but never opened). The request counts come
-from moto's own request log.
+other tables. Each file is uploaded with boto3 from a thread pool; moto keeps them in memory.
+The CLI runs in a subprocess, as a user would run it: once on the empty lake (to build the
+catalog), then the count over the small files, `invarbench compact`, the count over the merged
+files, and a count of one day (hive partition pruning). The request counts come from moto's own
+request log.
 
 Run: ``python bench/s3_listing.py`` (writes ``bench/results/s3_listing.md``). ``S3_BENCH_FILES=n``
-sets the lake's size: 100,000 files take about 9 minutes to upload, and the first query over them
-more than 35 minutes on 2 busy cores (moto answers about 150 requests per second), so the stored
-results may be for a smaller lake; they say which.
+sets the lake's size. moto answers about 150-200 requests per second on 2 cores, so 100,000 files
+take about 9 minutes to upload and the compaction (a HEAD, a GET and a DELETE per file) about half
+an hour; a real object store serves the same requests in parallel.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -70,12 +73,13 @@ def keys() -> list[tuple[str, str]]:
 
 
 def requests_in(log: Path, since: int) -> tuple[int, dict[str, int]]:
+    """The requests moto logged after line ``since``: their number, and their number per kind."""
     lines = log.read_text(errors="replace").splitlines()[since:]
     kinds: dict[str, int] = {}
     for line in lines:
-        if '"' in line:
-            method = line.split('"')[1].split(" ")[0]
-            target = line.split('"')[1].split(" ")[1]
+        found = re.search(r'"(GET|PUT|HEAD|DELETE|POST) (\S+) HTTP', line)
+        if found:
+            method, target = found.groups()
             kind = "LIST" if method == "GET" and "list-type" in target else method
             kinds[kind] = kinds.get(kind, 0) + 1
     return len(lines), kinds
@@ -103,54 +107,64 @@ def main() -> None:
                           aws_access_key_id="bench", aws_secret_access_key="bench")
         s3.create_bucket(Bucket=BUCKET)
         bodies = {t: body(t) for t in SCHEMAS}
+        cfg = work / "bench.toml"
+        cfg.write_text(f'[warehouse]\npath = "{work / "wh"}"\nlake = "s3://{BUCKET}/lake"\n'
+                       f'endpoint_url = "{endpoint}"\nregion = "us-east-1"\n', encoding="utf-8")
+
+        def timed(label: str, *args: str) -> None:
+            before = len(log.read_text(errors="replace").splitlines())
+            t0 = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "flows.cli", *args, "--config", str(cfg)],
+                                  cwd=REPO, env=env, capture_output=True, text=True)
+            seconds = time.perf_counter() - t0
+            assert done.returncode == 0, done.stderr
+            n, kinds = requests_in(log, before)
+            command = " ".join(f'"{a}"' if " " in a else a for a in args)
+            rows.append((label, command, seconds, done.stdout.strip().splitlines()[-1], n, kinds))
+            print(rows[-1], flush=True)
+
+        rows: list[tuple] = []
+        count = "SELECT count(*) FROM responses"
+        one_day = "SELECT count(*) FROM raw_responses WHERE day = DATE '2026-01-01'"
+        # The catalog is built on the empty lake: building it binds every view, which over a lake of
+        # many small files reads every file of every table (the figure for a large uncompacted
+        # lake is the query below, times the tables).
+        timed("empty lake (creates the schema files, builds the catalog)", "sql", "--format", "csv", count)
         todo = keys()
         t0 = time.perf_counter()
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda tk: s3.put_object(Bucket=BUCKET, Key=tk[1], Body=bodies[tk[0]]), todo,
                           chunksize=500))
         upload_s = time.perf_counter() - t0
-
-        cfg = work / "bench.toml"
-        cfg.write_text(f'[warehouse]\npath = "{work / "wh"}"\nlake = "s3://{BUCKET}/lake"\n'
-                       f'endpoint_url = "{endpoint}"\nregion = "us-east-1"\n', encoding="utf-8")
-        rows = []
-        for label, sql in [
-            ("first run (builds the catalog, then counts)", "SELECT count(*) FROM responses"),
-            ("catalog built", "SELECT count(*) FROM responses"),
-            ("one day (`WHERE day = DATE '2026-01-01'`)",
-             "SELECT count(*) FROM raw_responses WHERE day = DATE '2026-01-01'"),
-        ]:
-            before = len(log.read_text(errors="replace").splitlines())
-            t0 = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "flows.cli", "sql", "--format", "csv", "--config", str(cfg),
-                                   sql], cwd=REPO, env=env, capture_output=True, text=True)
-            seconds = time.perf_counter() - t0
-            assert done.returncode == 0, done.stderr
-            n, kinds = requests_in(log, before)
-            rows.append((label, sql, seconds, done.stdout.strip().splitlines()[-1], n, kinds))
+        timed(f"{TOTAL:,} small files", "sql", "--format", "csv", count)
+        timed("compaction (one merged file per table and day)", "compact")
+        timed("compacted", "sql", "--format", "csv", count)
+        timed("compacted, one day", "sql", "--format", "csv", one_day)
     finally:
         server.terminate()
         server.wait()
 
     lines = [
-        f"# `invarbench sql` on a lake of {TOTAL:,} files in a local S3-compatible server",
+        f"# `invarbench sql` on a lake of {TOTAL:,} files in a local S3-compatible server, before and after compaction",
         "",
         f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `bench/s3_listing.py` on "
-        f"{os.cpu_count()} cores; moto {__import__('moto').__version__} in server mode on 127.0.0.1.",
+        f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end); moto "
+        f"{__import__('moto').__version__} in server mode on 127.0.0.1.",
         "",
-        f"Lake: {TOTAL:,} one-row Parquet files: {RESPONSES:,} in `responses` over {DAYS} day partitions, "
-        f"{TOTAL - RESPONSES:,} over the other {len(SCHEMAS) - 1} tables. Uploading them took {upload_s:.0f} s.",
+        f"Lake: {TOTAL:,} one-row Parquet files, as small batches of killed or pre-compaction runs leave "
+        f"them: {RESPONSES:,} in `responses` over {DAYS} day partitions, {TOTAL - RESPONSES:,} over the "
+        f"other {len(SCHEMAS) - 1} tables. Uploading them took {upload_s:.0f} s.",
         "",
-        "| query | wall time (s) | result | requests | by kind |",
-        "| --- | ---: | ---: | ---: | --- |",
+        "| step | command | wall time (s) | output (last line) | requests | by kind |",
+        "| --- | --- | ---: | --- | ---: | --- |",
     ]
-    for label, sql, seconds, result, n, kinds in rows:
+    for label, command, seconds, result, n, kinds in rows:
         by_kind = ", ".join(f"{k} {v:,}" for k, v in sorted(kinds.items()))
-        lines.append(f"| {label}: `{sql}` | {seconds:.1f} | {result} | {n:,} | {by_kind} |")
+        lines.append(f"| {label} | `invarbench {command}` | {seconds:.1f} | {result} | {n:,} | {by_kind} |")
     lines += [
         "",
         "Wall time includes starting Python and the CLI (about 2 s). LIST is one ListObjectsV2 page "
-        "(up to 1,000 keys); HEAD and GET open and read a file.",
+        "(up to 1,000 keys); HEAD and GET open and read a file; DELETE removes one.",
     ]
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")

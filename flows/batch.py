@@ -29,6 +29,7 @@ from prefect.deployments import run_deployment
 from flows.stages import run_unit
 from tasks import embedded
 from tasks.call import CallStats
+from tasks.compact import compact_written
 from tasks.config import ConfigError, load_config
 from tasks.environment import apply_defaults
 from tasks.store import read
@@ -70,6 +71,8 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
         stats = run_unit(cfg.lake_path, rows, model, cfg, run_id, index)
     finally:
         embedded.stop_all()
+        # This worker's files of the unit, merged per table and day (the run's end merges only its own).
+        compact_written(cfg.lake_path)
     embedded.check_crashes(crashes_before)
     return asdict(stats)
 

@@ -6,13 +6,15 @@ configuration (nothing written).
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import json
 import os
 import sys
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -85,6 +87,19 @@ class RichListener:
         self.bar.refresh()
 
 
+@contextlib.contextmanager
+def progress_bars() -> Iterator[None]:
+    """Show the progress of long stages (tasks.progress) as bars on stderr while the block runs."""
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
+    progress.set_listener(RichListener(bar))
+    try:
+        with bar:
+            yield
+    finally:
+        progress.set_listener(None)
+
+
 def start_prefect_server() -> Callable[[], None]:
     """Start Prefect's temporary API server now, in the background, when a flow would start one
     (no ``PREFECT_API_URL``); returns a function that waits until it is up (a no-op otherwise).
@@ -110,6 +125,17 @@ def start_prefect_server() -> Callable[[], None]:
     thread = threading.Thread(target=start, name="prefect-server-start", daemon=True)
     thread.start()
     return thread.join
+
+
+def parse_date(option: str, value: str | None) -> dt.date | None:
+    """The date an option gives as YYYY-MM-DD (None when not given); exit 2 naming the option otherwise."""
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        fail(f"{option} {value}: expected a date as YYYY-MM-DD")
+    return None
 
 
 def _load(config: Optional[Path], overrides: dict[str, Any] | None = None):
@@ -162,11 +188,8 @@ def sweep(
     prepare_validation()  # Great Expectations' import, while the server boots
     server_up()
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
-    progress.set_listener(RichListener(bar))
     try:
-        with bar:
+        with progress_bars():
             summary = sweep_flow(str(config) if config else None, overrides, select=select)
     except ValidationFailed as exc:
         fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
@@ -178,8 +201,6 @@ def sweep(
         fail(f"run failed: {exc}", 1)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
-    finally:
-        progress.set_listener(None)
     print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in summary["headline"]],
                title=f"run {summary['run_id']}: accuracy per task and bin")
     console.print(
@@ -337,6 +358,27 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help=
 
 
 @app.command()
+def compact(config: Optional[Path] = ConfigOpt,
+            before: Optional[str] = typer.Option(None, help="compact day folders before YYYY-MM-DD "
+                                                 "(default: yesterday, UTC)")) -> None:
+    """Merge the small Parquet files of each table and day into one file, and delete the files a
+    killed compaction left behind.
+
+    Runs and dispatched units compact what they wrote when they end; this finishes the rest (files
+    of killed processes, lakes written before compaction). Only day folders before yesterday are
+    touched, where no run writes; run one at a time.
+    """
+    from tasks.compact import compact_lake
+
+    day = parse_date("--before", before)
+    cfg = _load(config)
+    with progress_bars():
+        stats = compact_lake(cfg.lake_path, day)
+    console.print(f"merged {stats.merged} file(s) into {stats.written}; deleted {stats.deleted} file(s)",
+                  highlight=False)
+
+
+@app.command()
 def models(config: Optional[Path] = ConfigOpt) -> None:
     """List the known models: route, sampling, limits (API keys are named by variable, never shown)."""
     from tasks.models import route_for
@@ -364,14 +406,7 @@ def rescore(
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Re-parse and re-score stored responses with the current parser and scorer; calls no model."""
-    import datetime as dt
-
-    since_date = None
-    if since:
-        try:
-            since_date = dt.date.fromisoformat(since)
-        except ValueError:
-            fail(f"--since {since}: expected a date as YYYY-MM-DD")
+    since_date = parse_date("--since", since)
     _load(config)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     server_up = start_prefect_server()

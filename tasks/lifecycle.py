@@ -3,7 +3,8 @@
 A run appends a row at each change of state and the latest row (by ``updated_at``) is its state
 (the ``runs`` view). :class:`Run` writes ``running`` when it starts, again every
 :data:`HEARTBEAT_SECONDS` from a background thread while it works (the heartbeat), and
-``completed`` or ``failed`` (with a message) at the end.
+``completed`` or ``failed`` (with a message) at the end, and then merges the small files this
+process wrote for it (tasks.compact).
 
 A process that is killed (SIGKILL, out of memory, power loss) writes nothing more, so its run
 would read ``running`` for ever. A run of a kind that heartbeats has lost its process when its
@@ -33,6 +34,7 @@ from typing import Any
 
 import duckdb
 
+from tasks.compact import compact_written
 from tasks.config import Config
 from tasks.store import build_catalog, now_utc, read, write_rows
 
@@ -188,6 +190,8 @@ class Run:
                 self._write(status, message, **counts)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+        # The run's rows are all written: its many small files become one per table and day.
+        compact_written(self.lake)
 
 
 def stale_runs(lake: str) -> list[dict[str, Any]]:

@@ -126,6 +126,14 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 
+# Compaction (tasks.compact) merges small files into merged files whose Parquet metadata, under
+# REPLACES_KEY, names the files they replace (sql/macros/lake_files.sql leaves those out).
+MERGED_PREFIX = "merged-"
+REPLACES_KEY = b"invarbench.replaces"
+# Every table folder holds an empty merged file of the table's schema, replacing nothing.
+SCHEMA_FILE = f"{MERGED_PREFIX}schema.parquet"
+
+
 def is_url(lake: str) -> bool:
     """Whether the lake is an object-store URL (``s3://…``) rather than a local folder."""
     return "://" in lake
@@ -143,7 +151,8 @@ def lake_root(lake: str) -> str:
     return lake.split("?", 1)[0].rstrip("/")
 
 
-def _filesystem(lake: str) -> tuple[pafs.FileSystem, str]:
+def lake_filesystem(lake: str) -> tuple[pafs.FileSystem, str]:
+    """The lake's pyarrow filesystem and its root path in it (raises LakeError for a bad URL)."""
     if not is_url(lake):
         return pafs.LocalFileSystem(), lake_root(lake)
     uri = lake
@@ -214,6 +223,15 @@ class _LakeFS(ArrowFSWrapper):
         return self.info(path)["mtime"]
 
     def _open(self, path, mode="rb", block_size=None, seekable=True, **kwargs):
+        try:
+            return self._open_listed(path, mode, block_size, seekable, **kwargs)
+        except OSError:
+            # A listed file that is gone was deleted by a compaction after the listing: list again
+            # when the query is retried (see query()).
+            self._listings.clear()
+            raise
+
+    def _open_listed(self, path, mode, block_size, seekable, **kwargs):
         entry = self.info(path) if mode == "rb" else None
         if entry is None or entry["size"] is None or entry["size"] > _BLOB_MAX \
                 or self._blob_bytes + entry["size"] > _BLOBS_MAX:
@@ -235,11 +253,12 @@ def register_lake(con: duckdb.DuckDBPyConnection, lake: str) -> None:
     needs its ``httpfs`` extension (which it would otherwise try to download).
     """
     if is_url(lake):
-        fs, _ = _filesystem(lake)
+        fs, _ = lake_filesystem(lake)
         con.register_filesystem(_LakeFS(fs, lake.split("://", 1)[0]))
 
 
-def _unusable(lake: str, exc: Exception) -> LakeError:
+def unusable_lake(lake: str, exc: Exception) -> LakeError:
+    """The configuration error for a lake that cannot be read or written, with what to check."""
     hint = ("check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws), "
             "warehouse.endpoint_url and that the bucket exists") if is_url(lake) else "check warehouse.path / warehouse.lake"
     # pyarrow's messages name the operation, bucket and key, never the credentials.
@@ -253,26 +272,30 @@ _ENSURED: set[str] = set()
 def ensure_lake(lake: str) -> None:
     """Create every table folder with an empty schema file, so views work before the first run.
 
+    The schema file is named like a merged file that replaces nothing (:data:`SCHEMA_FILE`), so
+    the views' look-up of merged files always finds one.
+
     A schema file from an older version (a table that has since gained columns) is rewritten, so
     the views of an old lake name every current column before the first new row carries it.
     Raises :class:`LakeError` (a configuration error) when the lake cannot be read or written.
     """
     if lake in _ENSURED:
         return
-    fs, root = _filesystem(lake)
+    fs, root = lake_filesystem(lake)
     try:
         for table, schema in SCHEMAS.items():
-            target = f"{root}/{table}/day=1970-01-01/part-schema.parquet"
+            target = f"{root}/{table}/day=1970-01-01/{SCHEMA_FILE}"
             if (fs.get_file_info(target).type == pafs.FileType.NotFound
                     or not pq.read_schema(target, filesystem=fs).equals(schema)):
-                _atomic_write(fs, target, schema.empty_table())
+                atomic_write(fs, target, schema.empty_table())
     except OSError as exc:
-        raise _unusable(lake, exc) from None
+        raise unusable_lake(lake, exc) from None
     if is_url(lake):
         _ENSURED.add(lake)
 
 
-def _atomic_write(fs: pafs.FileSystem, target: str, table: pa.Table) -> None:
+def atomic_write(fs: pafs.FileSystem, target: str, table: pa.Table) -> None:
+    """Write ``table`` as the Parquet file ``target``, visible to readers only once complete."""
     if isinstance(fs, pafs.LocalFileSystem):
         os.makedirs(os.path.dirname(target), exist_ok=True)
         # No .parquet suffix until complete: readers glob *.parquet and never see a half file.
@@ -290,6 +313,18 @@ def _atomic_write(fs: pafs.FileSystem, target: str, table: pa.Table) -> None:
             out.write(body.getvalue())
 
 
+# The files this process has written, per lake, until a compaction takes them (tasks.compact).
+_WRITTEN: dict[str, list[str]] = {}
+_WRITTEN_LOCK = threading.Lock()
+
+
+def take_written(lake: str) -> list[str]:
+    """The paths of the files this process wrote to ``lake`` since the last call; each path is
+    handed out once, so two compactions in one process never merge the same file."""
+    with _WRITTEN_LOCK:
+        return _WRITTEN.pop(lake, [])
+
+
 def write_rows(lake: str, table: str, rows: Sequence[dict[str, Any]]) -> str | None:
     """Append ``rows`` to ``table`` as one new Parquet file; returns its path (None when no rows).
 
@@ -303,10 +338,12 @@ def write_rows(lake: str, table: str, rows: Sequence[dict[str, Any]]) -> str | N
     if extra:
         raise KeyError(f"{table}: unknown columns {sorted(extra)}")
     data = pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
-    fs, root = _filesystem(lake)
+    fs, root = lake_filesystem(lake)
     stamp = now_utc()
     target = f"{root}/{table}/day={stamp:%Y-%m-%d}/part-{stamp:%H%M%S%f}-{uuid.uuid4().hex}.parquet"
-    _atomic_write(fs, target, data)
+    atomic_write(fs, target, data)
+    with _WRITTEN_LOCK:
+        _WRITTEN.setdefault(lake, []).append(target)
     return target
 
 
@@ -443,11 +480,26 @@ def open_catalog(catalog: Path, lake: str) -> duckdb.DuckDBPyConnection:
     return con
 
 
+# How DuckDB reports a file that its listing held but that is gone when it opens it (locally, or
+# through the lake's filesystem): a compaction merged and deleted it in between.
+_VANISHED = re.compile(r"No such file|No files found|Path does not exist|NoSuchKey|NO_SUCH_KEY")
+
+
 def query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    """Run ``sql`` and return every row as a dict (fetches fully, so the connection is free again)."""
-    cur = con.execute(sql, params or [])
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    """Run ``sql`` and return every row as a dict (fetches fully, so the connection is free again).
+
+    A query that finds a listed lake file gone (a compaction replaced it by a merged file while the
+    query ran) runs again, on a new listing that holds the merged file instead.
+    """
+    for attempt in range(3):
+        try:
+            cur = con.execute(sql, params or [])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+        except duckdb.Error as exc:  # an IOException locally, a plain Error from the lake's filesystem
+            if attempt == 2 or not _VANISHED.search(str(exc)):
+                raise
+    raise AssertionError("unreachable")
 
 
 # One in-memory DuckDB per local lake and process, its views created once: creating every view

@@ -23,7 +23,10 @@ import s3_server
 from conftest import REPO, fake_model_config, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from tasks.config import ConfigError, load_config
-from tasks.store import SCHEMAS, LakeError, ensure_lake, lake_root, read
+from tasks.compact import compact_files
+from tasks import store
+from tasks.records import now_utc
+from tasks.store import SCHEMAS, LakeError, connect, ensure_lake, lake_root, query, read, take_written, write_rows
 
 pytestmark = pytest.mark.slow  # sweeps through Prefect and a moto server: tens of seconds each
 
@@ -107,9 +110,15 @@ def test_sweep_cached_sweep_sql_rescore_and_report_on_a_bucket(s3, tmp_path):
 
     # Everything went to the bucket; locally there is only the catalog (views) of this machine.
     assert not (tmp_path / "wh" / "lake").exists() and (tmp_path / "wh" / "invarbench.duckdb").exists()
-    keys = s3.keys("sweeps/lake/")
+    # (pyarrow's S3 filesystem leaves an empty "folder/" marker object where it deletes a file)
+    keys = [k for k in s3.keys("sweeps/lake/") if not k.endswith("/")]
     assert any(k.startswith("sweeps/lake/responses/day=") and "1970" not in k for k in keys)
     assert all(k.endswith(".parquet") for k in keys), [k for k in keys if not k.endswith(".parquet")]
+
+    # Each sweep's small files of a table and day became one merged file when it ended.
+    today = f"{now_utc():%Y-%m-%d}"
+    run_files = [k.rsplit("/", 1)[1] for k in keys if k.startswith(f"sweeps/lake/runs/day={today}/")]
+    assert len(run_files) == 2 and all(n.startswith("merged-") for n in run_files), run_files
 
     runs = read(lake, "SELECT status, n_sent, n_cached FROM runs ORDER BY started_at")
     assert [(r["status"], r["n_sent"], r["n_cached"]) for r in runs] == [("completed", 5, 0), ("completed", 0, 5)]
@@ -209,12 +218,30 @@ def test_a_writer_killed_mid_upload_leaves_nothing_a_reader_sees(s3, tmp_path):
     # Two writers of one table at the same instant keep both files: keys never collide.
     from concurrent.futures import ThreadPoolExecutor
 
-    from tasks.store import write_rows
     with ThreadPoolExecutor(8) as pool:
         paths = list(pool.map(lambda i: write_rows(lake, "responses", [{"response_id": f"r{i}", "status": "ok"}]),
                               range(16)))
     assert len(set(paths)) == 16
     assert read(lake, "SELECT count(DISTINCT response_id) AS n FROM responses") == [{"n": 16}]
+
+
+def test_a_query_that_finds_a_file_compacted_away_runs_again_on_a_new_listing(s3, monkeypatch):
+    # No file kept in memory: a file the connection listed is read from the bucket when a query needs it.
+    monkeypatch.setattr(store, "_BLOBS_MAX", 0)
+    lake = s3.lake("vanish/lake")
+    ensure_lake(lake)
+    take_written(lake)
+    for i in range(4):
+        write_rows(lake, "responses", [{"response_id": f"r{i}", "status": "ok"}])
+    con = connect(lake)
+    try:
+        # The connection lists the table's keys (and keeps the listing) without opening a file...
+        assert query(con, f"SELECT count(*) AS n FROM glob('{lake_root(lake)}/responses/**/part-*.parquet')") == [{"n": 4}]
+        # ...then a compaction replaces the four files by a merged one and deletes them.
+        assert compact_files(lake, take_written(lake)).deleted == 4
+        assert query(con, "SELECT count(*) AS n, count(DISTINCT response_id) AS d FROM responses") == [{"n": 4, "d": 4}]
+    finally:
+        con.close()
 
 
 def test_wrong_credentials_exit_2_and_write_nothing(s3, tmp_path):

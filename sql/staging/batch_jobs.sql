@@ -2,7 +2,7 @@
 -- batch_jobs: one row per batch job, its latest state; `stored` means its lines are in the ledger.
 
 CREATE OR REPLACE VIEW raw_batch_jobs AS
-SELECT * FROM read_parquet('{{lake}}/batch_jobs/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM lake_table('batch_jobs');
 
 CREATE OR REPLACE VIEW batch_jobs AS
 SELECT * EXCLUDE (day) FROM raw_batch_jobs

@@ -2,7 +2,7 @@
 -- claims: one row per request and claiming run: first claimed (for the tie-break), last renewed to.
 
 CREATE OR REPLACE VIEW raw_claims AS
-SELECT * FROM read_parquet('{{lake}}/claims/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM lake_table('claims');
 
 CREATE OR REPLACE VIEW claims AS
 SELECT request_id, run_id, min(claimed_at) AS claimed_at, max(expires_at) AS expires_at

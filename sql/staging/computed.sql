@@ -4,10 +4,10 @@
 -- unprefixed views keep the latest computation per scope.
 
 CREATE OR REPLACE VIEW raw_computed_bootstrap AS
-SELECT * FROM read_parquet('{{lake}}/computed_bootstrap/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM lake_table('computed_bootstrap');
 
 CREATE OR REPLACE VIEW raw_computed_regression AS
-SELECT * FROM read_parquet('{{lake}}/computed_regression/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM lake_table('computed_regression');
 
 -- computed_bootstrap: one row per estimate (metric: accuracy, gap, invariance, consistency) of the
 -- latest computation per scope, with its family-clustered percentile bootstrap interval.

@@ -4,7 +4,7 @@
 -- items: one row per item.
 
 CREATE OR REPLACE VIEW raw_items AS
-SELECT * FROM read_parquet('{{lake}}/items/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM lake_table('items');
 
 -- Items are content-addressed: the same id is the same item, whichever run wrote it.
 CREATE OR REPLACE VIEW items AS

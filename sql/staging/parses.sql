@@ -5,7 +5,7 @@
 -- Parse files written before the canonical answer existed lack its column; the empty branch
 -- makes it present (NULL there) whatever files the lake holds, so old lakes stay readable.
 CREATE OR REPLACE VIEW raw_parses AS
-SELECT * FROM read_parquet('{{lake}}/parses/**/*.parquet', hive_partitioning = true, union_by_name = true)
+SELECT * FROM lake_table('parses')
 UNION ALL BY NAME
 SELECT CAST(NULL AS VARCHAR) AS canonical WHERE false;
 

@@ -3,7 +3,7 @@
 -- requests: one row per request (content-addressed: request_id), the first time it was made.
 
 CREATE OR REPLACE VIEW raw_requests AS
-SELECT * FROM read_parquet('{{lake}}/requests/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM lake_table('requests');
 
 CREATE OR REPLACE VIEW run_requests AS
 SELECT * EXCLUDE (day) FROM raw_requests;

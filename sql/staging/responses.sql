@@ -4,7 +4,7 @@
 -- responses had one (tasks.cost prices every response when it is stored).
 
 CREATE OR REPLACE VIEW raw_responses AS
-SELECT * FROM read_parquet('{{lake}}/responses/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM lake_table('responses');
 
 CREATE OR REPLACE VIEW responses AS
 SELECT * EXCLUDE (day) FROM raw_responses;

@@ -3,7 +3,7 @@
 -- runs: one row per run, its latest state.
 
 CREATE OR REPLACE VIEW raw_runs AS
-SELECT * FROM read_parquet('{{lake}}/runs/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM lake_table('runs');
 
 CREATE OR REPLACE VIEW runs AS
 SELECT * EXCLUDE (day) FROM raw_runs

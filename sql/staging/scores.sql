@@ -3,7 +3,7 @@
 -- picks the latest per trial).
 
 CREATE OR REPLACE VIEW raw_scores AS
-SELECT * FROM read_parquet('{{lake}}/scores/**/*.parquet', hive_partitioning = true, union_by_name = true);
+SELECT * FROM lake_table('scores');
 
 CREATE OR REPLACE VIEW all_scores AS
 SELECT * EXCLUDE (day) FROM raw_scores;

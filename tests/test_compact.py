@@ -1,0 +1,168 @@
+"""Compaction (tasks/compact.py): a process's small files become one merged file per table and day,
+the views never show a row twice or lose one (not even when a compaction is killed half-way), and
+``invarbench compact`` finishes what killed processes left."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tasks import compact, lifecycle
+from tasks.records import now_utc
+from tasks.store import REPLACES_KEY, SCHEMAS, ensure_lake, read, take_written, write_rows
+from tests.conftest import run_cli, write_config
+
+
+def response(i: int, run_id: str = "r1") -> dict:
+    return {"response_id": f"resp-{i}", "request_id": f"req-{i}", "run_id": run_id, "model": "m",
+            "status": "ok", "text": f"answer {i}", "attempts": 1, "created_at": now_utc()}
+
+
+def files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("*.parquet"))
+
+
+def today_folder(lake: Path, table: str) -> Path:
+    return lake / table / f"day={now_utc():%Y-%m-%d}"
+
+
+def response_ids(lake: str) -> list[str]:
+    return [r["response_id"] for r in read(lake, "SELECT response_id FROM responses ORDER BY response_id")]
+
+
+@pytest.fixture
+def lake(tmp_path):
+    path = tmp_path / "lake"
+    ensure_lake(str(path))
+    take_written(str(path))
+    yield path
+    take_written(str(path))
+
+
+def test_a_run_ends_with_one_file_per_table_and_day_holding_every_row(lake):
+    run = lifecycle.Run(str(lake), "r1", "sweep", config="{}", models="[]", heartbeat_s=3600)
+    run.start()
+    for i in range(0, 30, 3):
+        write_rows(str(lake), "responses", [response(i), response(i + 1), response(i + 2)])
+    before = read(str(lake), "SELECT * FROM responses ORDER BY response_id")
+    assert len(files(today_folder(lake, "responses"))) == 10
+    run.finish()
+
+    # responses: ten files became one; runs: the running and completed rows, one file
+    for table in ("responses", "runs"):
+        names = files(today_folder(lake, table))
+        assert len(names) == 1 and names[0].startswith("merged-"), names
+    assert read(str(lake), "SELECT * FROM responses ORDER BY response_id") == before
+    assert [r["status"] for r in read(str(lake), "SELECT status FROM runs")] == ["completed"]
+    merged = pq.read_schema(next(today_folder(lake, "responses").glob("merged-*.parquet")))
+    assert len(merged.metadata[REPLACES_KEY].decode().split("\n")) == 10
+    assert take_written(str(lake)) == []  # handed out once
+
+
+def test_a_compaction_killed_before_it_deleted_the_small_files_shows_each_row_once(lake, monkeypatch):
+    for i in range(6):
+        write_rows(str(lake), "responses", [response(i)])
+    paths = take_written(str(lake))
+    # Killed after writing the merged file, before deleting anything.
+    monkeypatch.setattr(compact, "_delete", lambda fs, paths: 0)
+    compact.compact_files(str(lake), paths)
+    folder = today_folder(lake, "responses")
+    assert len(files(folder)) == 7  # six small files and the merged file that names them
+    assert response_ids(str(lake)) == [f"resp-{i}" for i in range(6)]
+    assert read(str(lake), "SELECT count(*) AS n FROM raw_responses") == [{"n": 6}]
+
+    # `invarbench compact` deletes what a merged file names (today's folder included with --before).
+    monkeypatch.undo()
+    stats = compact.compact_lake(str(lake), before=now_utc().date() + dt.timedelta(days=1))
+    assert stats.deleted == 6 and stats.written == 0
+    assert len(files(folder)) == 1
+    assert response_ids(str(lake)) == [f"resp-{i}" for i in range(6)]
+
+
+def test_a_compaction_killed_while_writing_the_merged_file_changes_nothing(lake, monkeypatch):
+    for i in range(4):
+        write_rows(str(lake), "responses", [response(i)])
+    paths = take_written(str(lake))
+
+    def killed(fs, target, table):
+        raise KeyboardInterrupt("killed mid-write")
+
+    monkeypatch.setattr(compact, "atomic_write", killed)
+    with pytest.raises(KeyboardInterrupt):
+        compact.compact_files(str(lake), paths)
+    assert len(files(today_folder(lake, "responses"))) == 4
+    assert response_ids(str(lake)) == [f"resp-{i}" for i in range(4)]
+
+
+def test_a_merged_file_merged_again_keeps_every_row_once_and_hands_on_what_it_replaced(lake, monkeypatch):
+    for i in range(3):
+        write_rows(str(lake), "responses", [response(i)])
+    monkeypatch.setattr(compact, "_delete", lambda fs, paths: 0)  # the first compaction leaves its sources
+    compact.compact_files(str(lake), take_written(str(lake)))
+    monkeypatch.undo()
+    for i in range(3, 5):
+        write_rows(str(lake), "responses", [response(i)])
+    take_written(str(lake))
+    folder = today_folder(lake, "responses")
+    stats = compact.compact_lake(str(lake), before=now_utc().date() + dt.timedelta(days=1))
+    # the three leftovers deleted; the merged file and the two new files merged into one
+    assert (stats.deleted, stats.merged, stats.written) == (3 + 3, 3, 1)
+    [name] = files(folder)
+    replaced = set(pq.read_schema(folder / name).metadata[REPLACES_KEY].decode().split("\n"))
+    assert len(replaced) == 6  # its three sources, the first merged file and the first merge's three
+    assert response_ids(str(lake)) == [f"resp-{i}" for i in range(5)]
+
+
+def test_files_from_before_a_column_existed_are_merged_with_it_as_null(lake):
+    old_schema = pa.schema([f for f in SCHEMAS["responses"] if f.name != "cost_usd"])
+    folder = lake / "responses" / "day=2024-01-01"
+    folder.mkdir(parents=True)
+    for i in range(3):
+        row = {k: v for k, v in response(i).items()}
+        pq.write_table(pa.Table.from_pylist([row], schema=old_schema), folder / f"part-old-{i}.parquet")
+    write_rows(str(lake), "responses", [{**response(9), "cost_usd": 0.25}])
+    stats = compact.compact_lake(str(lake))  # today's folder is not touched: before yesterday only
+    assert (stats.merged, stats.written) == (3, 1)
+    assert len(files(folder)) == 1 and len(files(today_folder(lake, "responses"))) == 1
+    rows = read(str(lake), "SELECT response_id, cost_usd, day FROM raw_responses ORDER BY response_id")
+    assert rows == [{"response_id": f"resp-{i}", "cost_usd": None, "day": dt.date(2024, 1, 1)} for i in range(3)] \
+        + [{"response_id": "resp-9", "cost_usd": 0.25, "day": now_utc().date()}]
+
+
+def test_a_file_with_a_column_the_table_no_longer_has_is_left_as_it_is(lake):
+    folder = lake / "responses" / "day=2024-01-01"
+    folder.mkdir(parents=True)
+    for i in range(2):
+        pq.write_table(pa.table({"response_id": [f"resp-{i}"], "retired_column": [1]}), folder / f"part-{i}.parquet")
+    assert compact.compact_lake(str(lake)).written == 0
+    assert len(files(folder)) == 2
+
+
+def test_the_compact_command_merges_old_folders_and_shows_what_it_did(tmp_path):
+    cfg = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
+    lake = tmp_path / "wh" / "lake"
+    ensure_lake(str(lake))
+    for day in ("2024-01-01", "2024-01-02"):
+        folder = lake / "responses" / f"day={day}"
+        folder.mkdir(parents=True)
+        for i in range(5):
+            pq.write_table(pa.Table.from_pylist([response(i, run_id=day)], schema=SCHEMAS["responses"]),
+                           folder / f"part-{i}.parquet")
+    done = run_cli("compact", "--config", str(cfg))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "merged 10 file(s) into 2" in done.stdout
+    assert [len(files(lake / "responses" / f"day={d}")) for d in ("2024-01-01", "2024-01-02")] == [1, 1]
+    assert read(str(lake), "SELECT count(*) AS n FROM responses") == [{"n": 10}]
+
+    # An unusable lake is a configuration error: exit 2, nothing written.
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the warehouse folder should be", encoding="utf-8")
+    bad = write_config(tmp_path / "bad.toml", {"warehouse": {"path": str(blocked / "wh")}})
+    failed = run_cli("compact", "--config", str(bad))
+    assert failed.returncode == 2, failed.stdout + failed.stderr
+    assert "lake" in failed.stderr and os.path.isfile(blocked)
