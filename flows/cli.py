@@ -112,9 +112,10 @@ def start_prefect_server() -> Callable[[], None]:
     return thread.join
 
 
-def _load(config: Optional[Path], overrides: dict[str, Any] | None = None):
+def _load(config: Optional[Path], overrides: dict[str, Any] | None = None, suites: bool = True):
+    # suites=False for the commands that only read the warehouse (see load_config)
     try:
-        return load_config(config, overrides)
+        return load_config(config, overrides, suites=suites)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
 
@@ -287,7 +288,7 @@ def sql(
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
-    cfg = _load(config)
+    cfg = _load(config, suites=False)
     catalog = cfg.catalog_path
     if not query_text:
         console.print(
@@ -329,7 +330,7 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help=
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
-    cfg = _load(config)
+    cfg = _load(config, suites=False)
     rows = list_runs(cfg.lake_path, limit)
     if fmt == "table":  # cents are too coarse for small runs
         rows = [{**r, "cost_usd": None if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"} for r in rows]
@@ -341,7 +342,7 @@ def models(config: Optional[Path] = ConfigOpt) -> None:
     """List the known models: route, sampling, limits (API keys are named by variable, never shown)."""
     from tasks.models import route_for
 
-    cfg = _load(config)
+    cfg = _load(config, suites=False)
     rows = []
     for name, m in sorted(cfg.all_models().items()):
         route = route_for(m)
@@ -395,7 +396,7 @@ def report(
     print the HTML path."""
     from flows.report import build_report
 
-    cfg = _load(config)
+    cfg = _load(config, suites=False)
     path = build_report(cfg, out, progress=lambda step: err.print(f"report: {step}", highlight=False),
                         refresh_stats=True)
     console.print(str(path), highlight=False, soft_wrap=True)
