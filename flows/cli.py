@@ -392,8 +392,8 @@ def report(
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default <warehouse>/reports/<timestamp>/)"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
-    """Compute the statistics, then write the HTML report (self-contained, offline) and a PNG per figure;
-    print the HTML path."""
+    """Compute the statistics (unless the stored ones are current), then write the HTML report
+    (self-contained, offline) and a PNG per figure; print the HTML path."""
     from flows.report import build_report
 
     cfg = _load(config, suites=False)

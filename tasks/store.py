@@ -116,6 +116,8 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("level", _f), ("n_families", _int), ("n_units", _int), ("n_excluded", _int),
         ("n_scored", _int), ("n_correct", _int), ("n_wrong", _int), ("n_unparsable", _int),
         ("n_error", _int), ("resamples", _int), ("n_valid_resamples", _int), ("seed", _int),
+        # what the computation read (tasks.stats.inputs_digest): a report reuses it while unchanged
+        ("inputs_sha256", _str),
     ]),
     "computed_regression": pa.schema([
         ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("suite", _str),

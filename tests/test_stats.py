@@ -238,6 +238,22 @@ def test_run_scope_uses_only_that_runs_trials(tmp_path):
     assert scoped == [{"scope": "all", "estimate": 0.5, "n_scored": 2}, {"scope": "r1", "estimate": 1.0, "n_scored": 1}]
 
 
+def test_a_stored_computation_is_current_until_what_it_read_changes(tmp_path):
+    lake = LakeBuilder(tmp_path)
+    lake.trial(lake.item("F1"), "m1", "correct", "5")
+    lake.flush()
+    assert stats.stored_computation(lake.lake, resamples=10, seed=0) is None  # nothing computed yet
+    summary = stats.compute_stats(lake.lake, resamples=10, seed=0)
+    assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
+    assert stats.stored_computation(lake.lake, resamples=20, seed=0) is None  # other settings
+    assert stats.stored_computation(lake.lake, resamples=10, seed=1) is None
+    stats.compute_stats(lake.lake, run_id="r1", resamples=10, seed=0)  # another scope changes nothing
+    assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
+    lake.trial(lake.item("F2"), "m1", "wrong", "4")
+    lake.flush()  # new scores: the stored statistics no longer describe the lake
+    assert stats.stored_computation(lake.lake, resamples=10, seed=0) is None
+
+
 def confounded_lake(tmp_path, models=("m1", "m2"), per_task: int = 150, seed: int = 4) -> tuple[LakeBuilder, pd.DataFrame]:
     """Four tasks whose prompts grow longer as they get harder, while within a task the length
     has no effect at all: correctness depends on the task only."""
