@@ -414,10 +414,12 @@ INPUT_TABLES = ("items", "requests", "parses", "scores")
 def inputs_digest(con, lake: str) -> str:
     """The sha256 of what the statistics read: the names of the Parquet files of INPUT_TABLES
     that ``con`` sees (lake files are never changed: each write adds a file of its own name, so
-    the same names hold the same rows), the SQL that derives the trials and this module's code."""
-    root = lake_root(lake).replace("'", "''")
-    files = [r[0] for table in INPUT_TABLES
-             for r in con.execute(f"SELECT file FROM glob('{root}/{table}/**/*.parquet') ORDER BY file").fetchall()]
+    the same names hold the same rows), the SQL that derives the trials and this module's code.
+    Names are taken relative to the lake, so a copied or moved warehouse keeps its digest."""
+    root = lake_root(lake)
+    pattern = root.replace("'", "''")
+    files = [r[0][len(root):] for table in INPUT_TABLES
+             for r in con.execute(f"SELECT file FROM glob('{pattern}/{table}/**/*.parquet') ORDER BY file").fetchall()]
     digest = hashlib.sha256("\n".join(files).encode("utf-8"))
     for path in [*sql_files(), Path(__file__)]:
         digest.update(path.read_bytes())

@@ -4,6 +4,7 @@ checked against statsmodels fitted directly and against hand counts."""
 from __future__ import annotations
 
 import random
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -249,6 +250,8 @@ def test_a_stored_computation_is_current_until_what_it_read_changes(tmp_path):
     assert stats.stored_computation(lake.lake, resamples=10, seed=1) is None
     stats.compute_stats(lake.lake, run_id="r1", resamples=10, seed=0)  # another scope changes nothing
     assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
+    copy = shutil.copytree(lake.lake, tmp_path / "copied" / "lake")  # a copied warehouse keeps them
+    assert stats.stored_computation(str(copy), resamples=10, seed=0) == summary["computation_id"]
     lake.trial(lake.item("F2"), "m1", "wrong", "4")
     lake.flush()  # new scores: the stored statistics no longer describe the lake
     assert stats.stored_computation(lake.lake, resamples=10, seed=0) is None
