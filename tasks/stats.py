@@ -55,7 +55,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import polars as pl
 
-from tasks.store import connect, lake_root, now_utc, query, sql_files, write_rows
+from tasks.store import connect, now_utc, query, sql_files, write_rows
 
 # scipy and statsmodels (more than a second to import) are imported where they compute, so that
 # a report whose statistics are current (stored_computation) never loads them.
@@ -411,26 +411,28 @@ def load_units(con, run_id: str | None) -> pl.DataFrame:
 INPUT_TABLES = ("items", "requests", "parses", "scores")
 
 
-def inputs_digest(con, lake: str) -> str:
-    """The sha256 of what the statistics read: the names of the Parquet files of INPUT_TABLES
-    that ``con`` sees (lake files are never changed: each write adds a file of its own name, so
-    the same names hold the same rows), the SQL that derives the trials and this module's code.
-    Names are taken relative to the lake, so a copied or moved warehouse keeps its digest."""
-    root = lake_root(lake)
-    pattern = root.replace("'", "''")
-    files = [r[0][len(root):] for table in INPUT_TABLES
-             for r in con.execute(f"SELECT file FROM glob('{pattern}/{table}/**/*.parquet') ORDER BY file").fetchall()]
-    digest = hashlib.sha256("\n".join(files).encode("utf-8"))
+def inputs_digest(con) -> str:
+    """The sha256 of what the statistics read: the number of rows of each of INPUT_TABLES and
+    their latest ``created_at`` (the lake is append-only: a row once written stays, and a
+    compaction that merges files keeps every row, so the same counts mean the same rows), the SQL
+    that derives the trials and this module's code. Nothing in it depends on where the lake
+    is, so a copied or moved warehouse keeps its digest."""
+    counts = [con.execute(f"SELECT count(*), max(created_at) FROM raw_{table}").fetchone() for table in INPUT_TABLES]
+    digest = hashlib.sha256(repr(counts).encode("utf-8"))
     for path in [*sql_files(), Path(__file__)]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+# The views inputs_digest reads, for connections that create only what they read.
+_DIGEST_VIEWS = " ".join(f"raw_{table}" for table in INPUT_TABLES)
 
 
 def stored_computation(lake: str, resamples: int, seed: int, level: float = 0.95) -> str | None:
     """The id of the latest computation of scope ``all`` when it is what :func:`compute_stats`
     would compute now: the same settings, its regressions stored, and nothing it read changed
     since (:func:`inputs_digest`); None otherwise."""
-    con = connect(lake, "computed_bootstrap computed_regression")
+    con = connect(lake, f"computed_bootstrap computed_regression {_DIGEST_VIEWS}")
     try:
         rows = query(con, """
             SELECT DISTINCT computation_id, inputs_sha256, resamples, seed, level FROM computed_bootstrap
@@ -438,7 +440,7 @@ def stored_computation(lake: str, resamples: int, seed: int, level: float = 0.95
                      {"all": ALL_SCOPE})
         if len(rows) != 1 or (rows[0]["resamples"], rows[0]["seed"], rows[0]["level"]) != (resamples, seed, level):
             return None
-        return rows[0]["computation_id"] if rows[0]["inputs_sha256"] == inputs_digest(con, lake) else None
+        return rows[0]["computation_id"] if rows[0]["inputs_sha256"] == inputs_digest(con) else None
     finally:
         con.close()
 
@@ -452,11 +454,11 @@ def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, s
     """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
-    con = connect(lake, "trial_scores family_units_over variant_order")
+    con = connect(lake, f"trial_scores family_units_over variant_order {_DIGEST_VIEWS}")
     try:
-        # Listed before the data is read: a file written meanwhile changes the digest later, so a
+        # Counted before the data is read: a row written meanwhile changes the digest later, so a
         # computation is never taken for current when it missed something.
-        inputs = inputs_digest(con, lake)
+        inputs = inputs_digest(con)
         variant_order = query(con, "SELECT variant_order() AS v")[0]["v"]
         trials = load_trials(con, run_id)
         units = load_units(con, run_id)
