@@ -138,9 +138,10 @@ def parse_date(option: str, value: str | None) -> dt.date | None:
     return None
 
 
-def _load(config: Optional[Path], overrides: dict[str, Any] | None = None):
+def _load(config: Optional[Path], overrides: dict[str, Any] | None = None, suites: bool = True):
+    # suites=False for the commands that only read the warehouse (see load_config)
     try:
-        return load_config(config, overrides)
+        return load_config(config, overrides, suites=suites)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
 
@@ -308,7 +309,7 @@ def sql(
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
-    cfg = _load(config)
+    cfg = _load(config, suites=False)
     catalog = cfg.catalog_path
     if not query_text:
         console.print(
@@ -350,7 +351,7 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help=
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
-    cfg = _load(config)
+    cfg = _load(config, suites=False)
     rows = list_runs(cfg.lake_path, limit)
     if fmt == "table":  # cents are too coarse for small runs
         rows = [{**r, "cost_usd": None if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"} for r in rows]
@@ -371,7 +372,7 @@ def compact(config: Optional[Path] = ConfigOpt,
     from tasks.compact import compact_lake
 
     day = parse_date("--before", before)
-    cfg = _load(config)
+    cfg = _load(config, suites=False)
     with progress_bars():
         stats = compact_lake(cfg.lake_path, day)
     console.print(f"merged {stats.merged} file(s) into {stats.written}; deleted {stats.deleted} file(s)",
@@ -383,7 +384,7 @@ def models(config: Optional[Path] = ConfigOpt) -> None:
     """List the known models: route, sampling, limits (API keys are named by variable, never shown)."""
     from tasks.models import route_for
 
-    cfg = _load(config)
+    cfg = _load(config, suites=False)
     rows = []
     for name, m in sorted(cfg.all_models().items()):
         route = route_for(m)
@@ -426,11 +427,11 @@ def report(
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default <warehouse>/reports/<timestamp>/)"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
-    """Compute the statistics, then write the HTML report (self-contained, offline) and a PNG per figure;
-    print the HTML path."""
+    """Compute the statistics (unless the stored ones are current), then write the HTML report
+    (self-contained, offline) and a PNG per figure; print the HTML path."""
     from flows.report import build_report
 
-    cfg = _load(config)
+    cfg = _load(config, suites=False)
     path = build_report(cfg, out, progress=lambda step: err.print(f"report: {step}", highlight=False),
                         refresh_stats=True)
     console.print(str(path), highlight=False, soft_wrap=True)

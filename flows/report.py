@@ -356,31 +356,35 @@ def _frame(con, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
         pl.col(pl.Float32, pl.Float64).fill_nan(None))
 
 
+# Every frame the report draws from, and its query over the metric views (``breaking`` takes the
+# breaking threshold as its parameter).
+QUERIES = {
+    "by_bin": "SELECT * FROM accuracy_by_task_bin",
+    "by_n": "SELECT * FROM accuracy_by_n",
+    "outcomes": "SELECT * FROM outcomes_by_task ORDER BY ALL",
+    "flips": "SELECT * FROM flip_patterns",
+    "invariance": "SELECT * FROM invariance",
+    "intervals": "SELECT * FROM computed_bootstrap WHERE scope = 'all'",
+    "attractor_counts": "SELECT * FROM attractor_counts",
+    "attractors": """SELECT model, suite, task, category, prompt_style, gold, n_scored, n_correct,
+                            n_wrong, n_unparsable, n_error, accuracy, top_wrong, top_wrong_share,
+                            n_50, share_50, n_100, share_100
+                     FROM attractors""",
+    "breaking": "SELECT * FROM breaking_points(threshold := ?)",
+    "mcnemar": "SELECT * FROM mcnemar_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value",
+    "model_pairs": "SELECT * FROM model_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value",
+    "associativity": "SELECT * FROM associativity_calls",
+    "regression": "SELECT * FROM computed_regression WHERE scope = 'all'",
+    "lenient": "SELECT * FROM lenient_accuracy_by_bin",
+    "cost": """SELECT run_id, model, n_responses, n_ok, n_error, prompt_tokens, completion_tokens,
+                      cost_usd, n_unpriced FROM cost_by_run ORDER BY last_at DESC, model""",
+}
+
+
 def load(con, threshold: float) -> dict[str, pl.DataFrame]:
-    """Every frame the report draws from, read from the metric views."""
+    """Every frame of :data:`QUERIES`, read from the metric views."""
     snapshot_intermediates(con)
-    frames = {
-        "by_bin": _frame(con, "SELECT * FROM accuracy_by_task_bin"),
-        "by_n": _frame(con, "SELECT * FROM accuracy_by_n"),
-        "outcomes": _frame(con, "SELECT * FROM outcomes_by_task ORDER BY ALL"),
-        "flips": _frame(con, "SELECT * FROM flip_patterns"),
-        "invariance": _frame(con, "SELECT * FROM invariance"),
-        "intervals": _frame(con, "SELECT * FROM computed_bootstrap WHERE scope = 'all'"),
-        "attractor_counts": _frame(con, "SELECT * FROM attractor_counts"),
-        "attractors": _frame(con, """SELECT model, suite, task, category, prompt_style, gold, n_scored, n_correct,
-                                            n_wrong, n_unparsable, n_error, accuracy, top_wrong, top_wrong_share,
-                                            n_50, share_50, n_100, share_100
-                                     FROM attractors"""),
-        "breaking": _frame(con, "SELECT * FROM breaking_points(threshold := ?)", [threshold]),
-        "mcnemar": _frame(con, "SELECT * FROM mcnemar_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
-        "model_pairs": _frame(con, "SELECT * FROM model_pairs WHERE n_pairs > 0 ORDER BY p_holm, p_value"),
-        "associativity": _frame(con, "SELECT * FROM associativity_calls"),
-        "regression": _frame(con, "SELECT * FROM computed_regression WHERE scope = 'all'"),
-        "lenient": _frame(con, "SELECT * FROM lenient_accuracy_by_bin"),
-        "cost": _frame(con, """SELECT run_id, model, n_responses, n_ok, n_error, prompt_tokens, completion_tokens,
-                                      cost_usd, n_unpriced FROM cost_by_run ORDER BY last_at DESC, model"""),
-    }
-    return frames
+    return {name: _frame(con, sql, [threshold] if name == "breaking" else None) for name, sql in QUERIES.items()}
 
 
 def invariance_table(invariance: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame:
@@ -556,20 +560,23 @@ def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000
 
     ``out_dir`` defaults to ``<warehouse>/reports/<timestamp>/``. With ``refresh_stats`` the
     statistics are computed first (:func:`tasks.stats.compute_stats`, bootstrap with
-    ``cfg.sweep.seed`` and ``resamples``; the one write to the lake); otherwise the report shows
-    the latest ones stored. Breaking points use ``cfg.sweep.breaking_threshold``.
+    ``cfg.sweep.seed`` and ``resamples``; the one write to the lake) unless the latest stored
+    ones are what that would compute (:func:`tasks.stats.stored_computation`: same settings,
+    nothing they read changed since); otherwise the report shows the latest ones stored. Breaking points use ``cfg.sweep.breaking_threshold``.
     """
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
     lake = cfg.lake_path
     threshold = cfg.sweep.breaking_threshold
     if refresh_stats:
-        from tasks.stats import compute_stats  # the report module itself only reads
+        from tasks.stats import compute_stats, stored_computation  # the report module itself only reads
 
+        current = stored_computation(lake, resamples=resamples, seed=cfg.sweep.seed)
         if progress:
-            progress("computing statistics")
-        compute_stats(lake, resamples=resamples, seed=cfg.sweep.seed)
-    con = connect(lake)
+            progress(f"statistics are current (computation {current})" if current else "computing statistics")
+        if not current:
+            compute_stats(lake, resamples=resamples, seed=cfg.sweep.seed)
+    con = connect(lake, " ".join([*SNAPSHOT, *QUERIES.values()]))  # only the views the report reads
     try:
         frames = load(con, threshold)
     finally:

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from tasks.suites import get_task, suite_tasks
 from tasks.suites.base import GeneratorError
@@ -169,7 +169,9 @@ class Config(_Strict):
 
     @field_validator("suites")
     @classmethod
-    def _known_suites(cls, suites: dict[str, SuiteConfig]) -> dict[str, SuiteConfig]:
+    def _known_suites(cls, suites: dict[str, SuiteConfig], info: ValidationInfo) -> dict[str, SuiteConfig]:
+        if info.context and not info.context.get("suites", True):
+            return suites  # load_config(suites=False): a command that never generates
         for name, suite in suites.items():
             try:
                 known = suite_tasks(name)
@@ -322,12 +324,15 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None,
+                suites: bool = True) -> Config:
     """Read and validate a configuration.
 
     ``path`` None means ``./invarbench.toml`` when it exists, else the defaults. ``overrides``
     (from CLI flags) are merged over the file, key by key. Every model named in
-    ``sweep.models`` must be known.
+    ``sweep.models`` must be known. ``suites=False`` leaves the suites' task names and
+    parameters unchecked, for commands that only read the warehouse: checking them imports every
+    configured suite's generators (sympy for geometry).
     """
     data: dict[str, Any] = {}
     if path is None and Path(DEFAULT_CONFIG_FILE).exists():
@@ -342,7 +347,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     data = _merge(data, overrides or {})
     try:
-        cfg = Config.model_validate(data)
+        cfg = Config.model_validate(data, context={"suites": suites})
     except ValidationError as exc:
         raise ConfigError(_format_validation(exc)) from None
     for name in cfg.sweep.models:

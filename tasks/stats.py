@@ -49,20 +49,16 @@ import itertools
 import json
 import uuid
 import warnings
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import polars as pl
-from scipy.stats import DegenerateDataWarning, bootstrap, quantile
-import statsmodels.api as sm
-from statsmodels.tools.sm_exceptions import (
-    ConvergenceWarning,
-    HessianInversionWarning,
-    PerfectSeparationError,
-    PerfectSeparationWarning,
-)
 
-from tasks.store import connect, now_utc, query, write_rows
+from tasks.store import connect, now_utc, query, sql_files, write_rows
+
+# scipy and statsmodels (more than a second to import) are imported where they compute, so that
+# a report whose statistics are current (stored_computation) never loads them.
 
 REGRESSION_FEATURES = ("n_tokens", "symbol_density", "n_numbers")
 POOLED = "(all)"
@@ -108,6 +104,8 @@ def family_bootstrap(statistic: Callable[..., np.ndarray], per_family: Sequence[
     (``scipy.stats.bootstrap`` with ``paired=True``), so a statistic of several arrays (a gap) is
     recomputed on one draw.
     """
+    from scipy.stats import DegenerateDataWarning, bootstrap, quantile
+
     n = per_family[0].shape[0]
     if n < 2:  # scipy wants two observations; one family resamples to itself every time
         value = float(statistic(*per_family, axis=-1))
@@ -305,6 +303,14 @@ def design_matrix(frame: pl.DataFrame, reference_variant: str, reference_model: 
 def fit_logit(y: np.ndarray, x: pl.DataFrame, level: float = 0.95) -> tuple[list[dict[str, Any]], str]:
     """Fit a logistic regression of the 0/1 outcomes ``y`` on the design ``x``; returns (rows per
     term, "") or ([], reason it could not be fitted)."""
+    import statsmodels.api as sm
+    from statsmodels.tools.sm_exceptions import (
+        ConvergenceWarning,
+        HessianInversionWarning,
+        PerfectSeparationError,
+        PerfectSeparationWarning,
+    )
+
     if np.unique(y).size < 2:
         return [], "one outcome class only (" + ("all correct" if y[0] == 1 else "none correct") + ")"
     if len(y) <= x.shape[1]:
@@ -401,6 +407,44 @@ def load_units(con, run_id: str | None) -> pl.DataFrame:
     return units.with_columns(variants_key=pl.col("variants").list.join(","))
 
 
+# The lake tables that trial_scores and family_units_over read.
+INPUT_TABLES = ("items", "requests", "parses", "scores")
+
+
+def inputs_digest(con) -> str:
+    """The sha256 of what the statistics read: the number of rows of each of INPUT_TABLES and
+    their latest ``created_at`` (the lake is append-only: a row once written stays, and a
+    compaction that merges files keeps every row, so the same counts mean the same rows), the SQL
+    that derives the trials and this module's code. Nothing in it depends on where the lake
+    is, so a copied or moved warehouse keeps its digest."""
+    counts = [con.execute(f"SELECT count(*), max(created_at) FROM raw_{table}").fetchone() for table in INPUT_TABLES]
+    digest = hashlib.sha256(repr(counts).encode("utf-8"))
+    for path in [*sql_files(), Path(__file__)]:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# The views inputs_digest reads, for connections that create only what they read.
+_DIGEST_VIEWS = " ".join(f"raw_{table}" for table in INPUT_TABLES)
+
+
+def stored_computation(lake: str, resamples: int, seed: int, level: float = 0.95) -> str | None:
+    """The id of the latest computation of scope ``all`` when it is what :func:`compute_stats`
+    would compute now: the same settings, its regressions stored, and nothing it read changed
+    since (:func:`inputs_digest`); None otherwise."""
+    con = connect(lake, f"computed_bootstrap computed_regression {_DIGEST_VIEWS}")
+    try:
+        rows = query(con, """
+            SELECT DISTINCT computation_id, inputs_sha256, resamples, seed, level FROM computed_bootstrap
+            WHERE scope = $all AND computation_id IN (SELECT computation_id FROM computed_regression WHERE scope = $all)""",
+                     {"all": ALL_SCOPE})
+        if len(rows) != 1 or (rows[0]["resamples"], rows[0]["seed"], rows[0]["level"]) != (resamples, seed, level):
+            return None
+        return rows[0]["computation_id"] if rows[0]["inputs_sha256"] == inputs_digest(con) else None
+    finally:
+        con.close()
+
+
 def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, seed: int = 0,
                   level: float = 0.95) -> dict[str, Any]:
     """Compute every statistic over the scores of ``run_id`` (None: all runs) and append them.
@@ -410,15 +454,18 @@ def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, s
     """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
-    con = connect(lake)
+    con = connect(lake, f"trial_scores family_units_over variant_order {_DIGEST_VIEWS}")
     try:
+        # Counted before the data is read: a row written meanwhile changes the digest later, so a
+        # computation is never taken for current when it missed something.
+        inputs = inputs_digest(con)
         variant_order = query(con, "SELECT variant_order() AS v")[0]["v"]
         trials = load_trials(con, run_id)
         units = load_units(con, run_id)
     finally:
         con.close()
     computation = {"computation_id": uuid.uuid4().hex, "computed_at": now_utc(), "scope": run_id or ALL_SCOPE}
-    boot_meta = {"resamples": resamples, "seed": seed, "level": level}
+    boot_meta = {"resamples": resamples, "seed": seed, "level": level, "inputs_sha256": inputs}
     bootstrap = [
         {**computation, **boot_meta, **row}
         for row in accuracy_intervals(trials, resamples, seed, level)

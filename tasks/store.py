@@ -15,13 +15,15 @@ use an in-memory DuckDB with the same views, so a sweep never holds the catalog 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -114,6 +116,8 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("level", _f), ("n_families", _int), ("n_units", _int), ("n_excluded", _int),
         ("n_scored", _int), ("n_correct", _int), ("n_wrong", _int), ("n_unparsable", _int),
         ("n_error", _int), ("resamples", _int), ("n_valid_resamples", _int), ("seed", _int),
+        # what the computation read (tasks.stats.inputs_digest): a report reuses it while unchanged
+        ("inputs_sha256", _str),
     ]),
     "computed_regression": pa.schema([
         ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("suite", _str),
@@ -353,10 +357,14 @@ SQL_LAYERS = ("macros", "staging", "intermediate", "marts")
 _DEFINED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", re.IGNORECASE)
 
 
+def _without_literals(sql: str) -> str:
+    return re.sub(r"--[^\n]*|'(?:[^']|'')*'", "", sql)
+
+
 def sql_code(path: Path) -> str:
     """The SQL of ``path`` without its comments and string literals (lake paths such as
     ``'{{lake}}/parses/…'``): the text in which the names a file uses are looked up."""
-    return re.sub(r"--[^\n]*|'(?:[^']|'')*'", "", path.read_text(encoding="utf-8"))
+    return _without_literals(path.read_text(encoding="utf-8"))
 
 
 def sql_defines(path: Path) -> set[str]:
@@ -388,28 +396,67 @@ def sql_files() -> list[Path]:
     return [path for layer in SQL_LAYERS for path in _dependency_order(sorted((SQL_DIR / layer).glob("*.sql")))]
 
 
-def _statements(lake: str) -> Iterable[str]:
-    # A quote in a folder name must not end the SQL string literal.
-    glob_root = lake_root(lake).replace("'", "''")
+@dataclass(frozen=True)
+class _Statement:
+    sql: str  # with the ``{{lake}}`` placeholder
+    defines: frozenset[str]
+    reads: frozenset[str]  # names other statements define, as this one's code names them
+
+
+@functools.cache
+def _sql_statements() -> tuple[_Statement, ...]:
+    # Each statement with what it defines and which other statements' names it reads: a view is
+    # bound when created, so a view's sources must exist first, and a query needs no more than
+    # the closure of the names it reads. Read once per process: sql/ is code, as the modules are.
+    texts = []
     for path in sql_files():
-        text = path.read_text(encoding="utf-8").replace("{{lake}}", glob_root)
-        for stmt in text.split(";\n"):
+        for stmt in path.read_text(encoding="utf-8").split(";\n"):
             if stmt.strip() and not all(l.strip().startswith("--") or not l.strip() for l in stmt.splitlines()):
-                yield stmt
+                texts.append(stmt)
+    code = [_without_literals(t) for t in texts]
+    defines = [frozenset(_DEFINED.findall(c)) for c in code]
+    names = set().union(*defines)
+    words = [set(re.findall(r"\w+", c)) for c in code]
+    return tuple(_Statement(t, d, frozenset((w & names) - d)) for t, d, w in zip(texts, defines, words))
 
 
-def create_views(con: duckdb.DuckDBPyConnection, lake: str) -> None:
-    """Create (or replace) every view of ``sql/`` on ``con``, reading the lake at ``lake``."""
+def _needed(statements: Sequence[_Statement], sql: str | None) -> list[int]:
+    """Indices (in load order) of the statements the names in ``sql`` need; every one for None."""
+    if sql is None:
+        return list(range(len(statements)))
+    wanted = set(re.findall(r"\w+", sql))
+    needed: set[int] = set()
+    for i in reversed(range(len(statements))):  # a statement reads only statements before it
+        if statements[i].defines & wanted:
+            needed.add(i)
+            wanted |= statements[i].reads
+    return sorted(needed)
+
+
+def _lake_sql(stmt: _Statement, lake: str) -> str:
+    # A quote in a folder name must not end the SQL string literal.
+    return stmt.sql.replace("{{lake}}", lake_root(lake).replace("'", "''"))
+
+
+def create_views(con: duckdb.DuckDBPyConnection, lake: str, sql: str | None = None) -> None:
+    """Create (or replace) on ``con`` the views and macros of ``sql/`` that the names in ``sql``
+    need, with everything they read (every one when ``sql`` is None), reading the lake at ``lake``.
+
+    Creating a view binds it against the lake's files, so a connection for a few queries
+    creates only what they name: ``sql`` is their text (or a list of view names).
+    """
     register_lake(con, lake)
-    for stmt in _statements(lake):
-        con.execute(stmt)
+    statements = _sql_statements()
+    for i in _needed(statements, sql):
+        con.execute(_lake_sql(statements[i], lake))
 
 
-def connect(lake: str) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with all views over the lake: for the pipeline's own reads."""
+def connect(lake: str, sql: str | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the views over the lake that ``sql`` needs (all when None; see
+    :func:`create_views`): for the pipeline's own reads."""
     ensure_lake(lake)
     con = duckdb.connect(":memory:")
-    create_views(con, lake)
+    create_views(con, lake, sql)
     return con
 
 
@@ -502,29 +549,42 @@ def query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None
     raise AssertionError("unreachable")
 
 
-# One in-memory DuckDB per local lake and process, its views created once: creating every view
-# binds it against the lake's files (a quarter of a second), which the pipeline's many small reads
-# would otherwise pay each time. Views re-bind on every query, so files written since are seen.
-# Object-store lakes keep a connection per read: their filesystem caches its listing per connection.
-_READERS: dict[str, duckdb.DuckDBPyConnection] = {}
+# One in-memory DuckDB per local lake and process, each view created once, when a read first
+# needs it: creating a view binds it against the lake's files (every view: more than half a
+# second), which the pipeline's many small reads would otherwise pay each time, and a command
+# that reads two views would pay for all of them. Views re-bind on every query, so files written
+# since are seen. Object-store lakes keep a connection per read: their filesystem caches its
+# listing per connection.
+_READERS: dict[str, tuple[duckdb.DuckDBPyConnection, set[int]]] = {}
 _READERS_LOCK = threading.Lock()
 
 
-def _reader(lake: str) -> duckdb.DuckDBPyConnection:
+def _reader(lake: str, sql: str | None) -> duckdb.DuckDBPyConnection:
     with _READERS_LOCK:
-        con = _READERS.get(lake)
+        con, created = _READERS.get(lake, (None, set()))
         if con is None or not os.path.isdir(lake_root(lake)):
             # (re)made when first used, or when the lake folder was removed since
             _ENSURED.discard(lake)
-            con = _READERS[lake] = connect(lake)
+            ensure_lake(lake)
+            con, created = duckdb.connect(":memory:"), set()
+            _READERS[lake] = (con, created)
+        statements = _sql_statements()
+        for i in _needed(statements, sql):
+            if i not in created:
+                con.execute(_lake_sql(statements[i], lake))
+                created.add(i)
         return con
 
 
 @contextlib.contextmanager
-def reader(lake: str) -> Iterator[duckdb.DuckDBPyConnection]:
+def reader(lake: str, sql: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection with the lake's views for the pipeline's reads, closed on exit: a cursor of the
-    process's shared in-memory DuckDB for a local lake, a connection of its own for an object store."""
-    con = connect(lake) if is_url(lake) else _reader(lake).cursor()
+    process's shared in-memory DuckDB for a local lake, a connection of its own for an object store.
+
+    ``sql``: the text of the queries to run (or the names they read), so that only the views
+    they need are created (see :func:`create_views`); None: every view.
+    """
+    con = connect(lake, sql) if is_url(lake) else _reader(lake, sql).cursor()
     try:
         yield con
     finally:
@@ -532,8 +592,9 @@ def reader(lake: str) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def read(lake: str, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    """One query over the lake's views; closes whatever connection it opened."""
-    with reader(lake) as con:
+    """One query over the lake's views (only those it names are created); closes whatever
+    connection it opened."""
+    with reader(lake, sql) as con:
         return query(con, sql, params)
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pyarrow.parquet as pq
 import pytest
+from conftest import REPO
 
 from tasks.call import StepUnavailable, fill_template
 from tasks.config import ConfigError, load_config
@@ -91,6 +95,19 @@ def test_config_errors_name_the_key(tmp_path):
         load_config(tmp_path / "missing.toml")
     cfg = load_config(None, {"sweep": {"models": ["local/smollm2"]}})
     assert cfg.model("local/smollm2").temperature == 0.0
+
+
+def test_reading_commands_load_the_configuration_without_the_suites_generators(tmp_path):
+    """load_config(suites=False) leaves the suites' tasks unchecked and imports no generator
+    (geometry's sympy); the default checks them."""
+    config = tmp_path / "geo.toml"
+    config.write_text('[suites.geometry]\ntasks = ["lenght"]\n')
+    with pytest.raises(ConfigError, match="unknown task 'lenght'"):
+        load_config(config)
+    script = (f"import sys; from tasks.config import load_config; load_config({str(config)!r}, suites=False); "
+              "print('sympy' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
 
 
 def test_surface_features_count_what_they_say():

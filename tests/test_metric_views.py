@@ -314,6 +314,29 @@ def test_views_work_on_an_empty_lake(tmp_path):
         con.close()
 
 
+def test_a_connection_for_one_view_creates_what_it_reads_and_no_more(tmp_path):
+    """connect(lake, sql) creates the closure of the names sql reads: each view then answers as
+    on a connection with every view, and a view it does not read is not created."""
+    lake = str(tmp_path / "lake")
+    full = connect(lake)
+    try:
+        views = [r["view_name"] for r in query(full, "SELECT view_name FROM duckdb_views() WHERE NOT internal")]
+        for view in views:
+            con = connect(lake, f"SELECT * FROM {view}")
+            try:
+                assert query(con, f"SELECT * FROM {view}") == query(full, f"SELECT * FROM {view}"), view
+            finally:
+                con.close()
+    finally:
+        full.close()
+    con = connect(lake, "SELECT * FROM runs")
+    try:
+        created = {r["view_name"] for r in query(con, "SELECT view_name FROM duckdb_views() WHERE NOT internal")}
+    finally:
+        con.close()
+    assert created == {"raw_runs", "runs"}
+
+
 def test_pairs_are_within_prompt_style_and_sample(tmp_path):
     lake = LakeBuilder(tmp_path)
     for style, sample in itertools.product(("direct", "cot"), (0, 1)):

@@ -3,7 +3,9 @@ checked against statsmodels fitted directly and against hand counts."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -12,6 +14,7 @@ import statsmodels.formula.api as smf
 
 from lake_fixtures import LakeBuilder, status_of
 from tasks import stats
+from tasks.compact import compact_lake
 
 GEO = ["euclid", "coord", "vector"]
 
@@ -236,6 +239,27 @@ def test_run_scope_uses_only_that_runs_trials(tmp_path):
     stats.compute_stats(lake.lake, resamples=10)
     scoped = lake.query("SELECT scope, estimate, n_scored FROM computed_bootstrap WHERE metric = 'accuracy' ORDER BY scope")
     assert scoped == [{"scope": "all", "estimate": 0.5, "n_scored": 2}, {"scope": "r1", "estimate": 1.0, "n_scored": 1}]
+
+
+def test_a_stored_computation_is_current_until_what_it_read_changes(tmp_path):
+    lake = LakeBuilder(tmp_path)
+    lake.trial(lake.item("F1"), "m1", "correct", "5")
+    lake.flush()
+    assert stats.stored_computation(lake.lake, resamples=10, seed=0) is None  # nothing computed yet
+    summary = stats.compute_stats(lake.lake, resamples=10, seed=0)
+    assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
+    assert stats.stored_computation(lake.lake, resamples=20, seed=0) is None  # other settings
+    assert stats.stored_computation(lake.lake, resamples=10, seed=1) is None
+    stats.compute_stats(lake.lake, run_id="r1", resamples=10, seed=0)  # another scope changes nothing
+    assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
+    copy = shutil.copytree(lake.lake, tmp_path / "copied" / "lake")  # a copied warehouse keeps them
+    assert stats.stored_computation(str(copy), resamples=10, seed=0) == summary["computation_id"]
+    # merging small files keeps every row, and so the statistics
+    assert compact_lake(lake.lake, before=dt.date.today() + dt.timedelta(days=1)).merged > 0
+    assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
+    lake.trial(lake.item("F2"), "m1", "wrong", "4")
+    lake.flush()  # new scores: the stored statistics no longer describe the lake
+    assert stats.stored_computation(lake.lake, resamples=10, seed=0) is None
 
 
 def confounded_lake(tmp_path, models=("m1", "m2"), per_task: int = 150, seed: int = 4) -> tuple[LakeBuilder, pd.DataFrame]:
