@@ -243,8 +243,9 @@ def test_run_scope_uses_only_that_runs_trials(tmp_path):
 
 def test_a_stored_computation_is_current_until_what_it_read_changes(tmp_path):
     lake = LakeBuilder(tmp_path)
-    lake.trial(lake.item("F1"), "m1", "correct", "5")
-    lake.flush()
+    for family in ("F1", "F3"):  # two files per table
+        lake.trial(lake.item(family), "m1", "correct", "5")
+        lake.flush()
     assert stats.stored_computation(lake.lake, resamples=10, seed=0) is None  # nothing computed yet
     summary = stats.compute_stats(lake.lake, resamples=10, seed=0)
     assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
