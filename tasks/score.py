@@ -16,14 +16,15 @@ Trial-level rule (``SCORER_VERSION`` 1):
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from tasks import parse as parsing
 from tasks.selection import Selection
-from tasks.store import now_utc, query, reader, write_rows
+from tasks.store import now_utc, reader, write_table
 
 SCORER_VERSION = "1"
 
@@ -42,44 +43,61 @@ class StageStats:
 
 
 def parse_responses(lake: str, selection: Selection) -> StageStats:
-    """Parse the selection's ``ok`` responses that lack a parse of the current parser version."""
+    """Parse the selection's ``ok`` responses that lack a parse of the current parser version.
+
+    Each distinct (answer type, text) is parsed once: stored responses repeat (the same answer to
+    many prompts, the same reply on every sample), and the rest of the work stays in DuckDB.
+    """
     where, params = selection.where()
     with reader(lake) as con:
-        rows = query(
-            con,
+        selected = con.sql(
             f"""
-            SELECT DISTINCT l.response_id, l.request_id, l.text, rr.step, i.answer_type, i.steps
-            FROM run_requests rr
-            JOIN items i ON i.item_id = rr.item_id
-            JOIN ledger l ON l.request_id = rr.request_id AND l.status = 'ok'
-            WHERE {where}
-            """,
-            params,
-        )
-        done = {
-            (r["response_id"], r["parser_version"])
-            for r in query(
-                con,
-                "SELECT response_id, parser_version FROM all_parses WHERE response_id IN (SELECT unnest(?::VARCHAR[]))",
-                [[r["response_id"] for r in rows]],
+            -- distinct before the texts join in: the ledger holds one response per request
+            WITH asked AS (
+                SELECT DISTINCT rr.request_id, rr.step, i.answer_type AS item_answer_type, i.steps
+                FROM run_requests rr JOIN items i ON i.item_id = rr.item_id
+                WHERE {where}
             )
-        }
-    out, now = [], now_utc()
-    for r in rows:
-        answer_type = parsing.step_answer_type(r["answer_type"], r["steps"], r["step"])
-        version = parsing.parser_version(answer_type)
-        if (r["response_id"], version) in done:
-            continue
-        done.add((r["response_id"], version))
-        parsed = parsing.parse(answer_type, r["text"])
-        out.append({
-            "response_id": r["response_id"], "request_id": r["request_id"], "answer_type": answer_type,
-            "parser_version": version, "status": parsed.status, "value": parsed.value,
-            "extracted": parsed.extracted, "canonical": parsing.answer_key(answer_type, parsed.value),
-            "created_at": now,
-        })
-    write_rows(lake, "parses", out)
-    return StageStats(examined=len(rows), written=len(out))
+            SELECT l.response_id, a.request_id, l.text, a.step, a.item_answer_type, a.steps
+            FROM asked a JOIN ledger l ON l.request_id = a.request_id AND l.status = 'ok'
+            """,
+            params=params,
+        ).to_arrow_table()
+        con.register("selected", selected)
+        step_types = []
+        for item_type, steps, step in con.sql("SELECT DISTINCT item_answer_type, steps, step FROM selected").fetchall():
+            answer_type = parsing.step_answer_type(item_type, steps, step)
+            step_types.append((item_type, steps, step, answer_type, parsing.parser_version(answer_type)))
+        con.register("step_types", _strings(step_types, ("item_answer_type", "steps", "step", "answer_type",
+                                                         "parser_version")))
+        # one row per response and parser version that has no parse yet
+        todo = con.sql(
+            """
+            SELECT s.response_id, s.request_id, s.text, t.answer_type, t.parser_version
+            FROM selected s
+            JOIN step_types t ON t.item_answer_type IS NOT DISTINCT FROM s.item_answer_type
+                AND t.steps IS NOT DISTINCT FROM s.steps AND t.step IS NOT DISTINCT FROM s.step
+            WHERE NOT EXISTS (SELECT 1 FROM all_parses p
+                              WHERE p.response_id = s.response_id AND p.parser_version = t.parser_version)
+            QUALIFY row_number() OVER (PARTITION BY s.response_id, t.parser_version) = 1
+            """
+        ).to_arrow_table()
+        con.register("todo", todo)
+        parsed = []
+        for answer_type, text in con.sql("SELECT DISTINCT answer_type, text FROM todo").fetchall():
+            one = parsing.parse(answer_type, text)
+            parsed.append((answer_type, text, one.status, one.value, one.extracted,
+                           parsing.answer_key(answer_type, one.value)))
+        con.register("parsed", _strings(parsed, ("answer_type", "text", "status", "value", "extracted", "canonical")))
+        out = con.sql(
+            """
+            SELECT t.response_id, t.request_id, t.answer_type, t.parser_version,
+                   p.status, p.value, p.extracted, p.canonical
+            FROM todo t JOIN parsed p ON p.answer_type = t.answer_type AND p.text IS NOT DISTINCT FROM t.text
+            """
+        ).to_arrow_table()
+    write_table(lake, "parses", _stamped(out))
+    return StageStats(examined=selected.num_rows, written=out.num_rows)
 
 
 def judge(answer_type: str, gold: str, n_steps: int, steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -101,11 +119,14 @@ def judge(answer_type: str, gold: str, n_steps: int, steps: list[dict[str, Any]]
 
 
 def score_trials(lake: str, selection: Selection, run_id: str) -> StageStats:
-    """Score the selection's trials that lack a score of the current version over the same responses."""
+    """Score the selection's trials that lack a score of the current version over the same responses.
+
+    DuckDB gathers each trial's steps; :func:`judge` runs once per distinct (answer type, gold,
+    steps) among the trials to score (stored trials repeat them), and its verdicts are joined back.
+    """
     where, params = selection.where()
     with reader(lake) as con:
-        rows = query(
-            con,
+        trials = con.sql(
             f"""
             WITH req AS (
                 SELECT rr.trial_id, rr.item_id, rr.model, rr.sample_idx, rr.step_index, rr.request_id
@@ -113,42 +134,84 @@ def score_trials(lake: str, selection: Selection, run_id: str) -> StageStats:
                 WHERE {where}
                 -- the latest request per trial and step among those selected (sql/macros/requests.sql)
                 QUALIFY request_recency(rr.trial_id, rr.step_index, rr.created_at) = 1
+            ),
+            -- one row per trial (its requests share its item, model and sample), its steps gathered
+            -- unordered and sorted by step index after: an ordered aggregate took twice as long
+            gathered AS (
+                SELECT req.trial_id, any_value(req.item_id) AS item_id, any_value(req.model) AS model,
+                       any_value(req.sample_idx) AS sample_idx, any_value(i.gold) AS gold,
+                       any_value(i.answer_type) AS answer_type,
+                       -- the steps a trial must answer: every step of a chain, else one
+                       CASE WHEN any_value(i.solver) = 'chain'
+                            THEN json_array_length(coalesce(any_value(i.steps), '[]')) ELSE 1 END::BIGINT AS n_steps,
+                       list_sort(list({{'step_index': req.step_index, 'response_id': l.response_id,
+                                        'response_status': l.status, 'parse_status': p.status,
+                                        'value': p.value}})) AS steps
+                FROM req
+                JOIN items i ON i.item_id = req.item_id
+                LEFT JOIN ledger l ON l.request_id = req.request_id
+                LEFT JOIN parses p ON p.response_id = l.response_id
+                GROUP BY req.trial_id
             )
-            SELECT req.*, i.gold, i.answer_type, i.solver, i.steps,
-                   l.status AS response_status, l.response_id,
-                   p.status AS parse_status, p.value
-            FROM req
-            JOIN items i ON i.item_id = req.item_id
-            LEFT JOIN ledger l ON l.request_id = req.request_id
-            LEFT JOIN parses p ON p.response_id = l.response_id
-            ORDER BY req.trial_id, req.step_index
+            SELECT trial_id, item_id, model, sample_idx, gold, answer_type, n_steps,
+                   -- judge's input: the steps without their response ids
+                   list_transform(steps, lambda s: {{'response_status': s.response_status,
+                                                     'parse_status': s.parse_status, 'value': s.value}}) AS steps,
+                   -- json.dumps of the ids, as stored before (the same text for ASCII ids: uuid hex)
+                   '[' || array_to_string(list_transform(steps, lambda s: coalesce(to_json(s.response_id)::VARCHAR,
+                                                                                   'null')), ', ') || ']' AS response_ids
+            FROM gathered
             """,
-            params,
-        )
-        trials: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for r in rows:
-            trials[r["trial_id"]].append(r)
-        existing = {
-            (r["trial_id"], r["scorer_version"], r["response_ids"])
-            for r in query(
-                con,
-                "SELECT trial_id, scorer_version, response_ids FROM all_scores WHERE trial_id IN (SELECT unnest(?::VARCHAR[]))",
-                [list(trials)],
-            )
-        }
-    out, now = [], now_utc()
-    for tid, steps in trials.items():
-        first = steps[0]
-        n_steps = len(json.loads(first["steps"] or "[]")) if first["solver"] == "chain" else 1
-        version = scorer_version(first["answer_type"])
-        response_ids = json.dumps([s["response_id"] for s in steps])
-        if (tid, version, response_ids) in existing:
-            continue
-        verdict = judge(first["answer_type"], first["gold"], n_steps, steps)
-        out.append({
-            "trial_id": tid, "run_id": run_id, "item_id": first["item_id"], "model": first["model"],
-            "sample_idx": first["sample_idx"], "scorer_version": version, "response_ids": response_ids,
-            "created_at": now, **verdict,
-        })
-    write_rows(lake, "scores", out)
-    return StageStats(examined=len(trials), written=len(out))
+            params=params,
+        ).to_arrow_table()
+        con.register("trials", trials)
+        versions = [(t, scorer_version(t)) for t in pc.unique(trials["answer_type"]).to_pylist()]
+        con.register("versions", _strings(versions, ("answer_type", "scorer_version")))
+        todo = con.sql(
+            """
+            SELECT t.*, v.scorer_version
+            FROM trials t JOIN versions v USING (answer_type)
+            WHERE NOT EXISTS (SELECT 1 FROM all_scores s WHERE s.trial_id = t.trial_id
+                              AND s.scorer_version = v.scorer_version AND s.response_ids = t.response_ids)
+            """
+        ).to_arrow_table()
+        con.register("todo", todo)
+        verdicts = [
+            {"answer_type": answer_type, "gold": gold, "n_steps": n_steps, "steps": steps,
+             **judge(answer_type, gold, n_steps, steps)}
+            for answer_type, gold, n_steps, steps in con.sql(
+                "SELECT DISTINCT answer_type, gold, n_steps, steps FROM todo").fetchall()
+        ]
+        con.register("verdicts", pa.Table.from_pylist(
+            verdicts, schema=_VERDICT.set(_VERDICT.get_field_index("steps"), trials.schema.field("steps"))))
+        out = con.sql(
+            """
+            SELECT t.trial_id, ? AS run_id, t.item_id, t.model, t.sample_idx, t.scorer_version,
+                   v.status, v.correct, v.lenient_correct, v.predicted, t.response_ids
+            FROM todo t JOIN verdicts v ON v.answer_type = t.answer_type AND v.gold IS NOT DISTINCT FROM t.gold
+                AND v.n_steps = t.n_steps AND v.steps IS NOT DISTINCT FROM t.steps
+            """,
+            params=[run_id],
+        ).to_arrow_table()
+    write_table(lake, "scores", _stamped(out))
+    return StageStats(examined=trials.num_rows, written=out.num_rows)
+
+
+# What score_trials joins judge's verdicts on, then judge's verdict.
+_VERDICT = pa.schema([
+    ("answer_type", pa.string()), ("gold", pa.string()), ("n_steps", pa.int64()),
+    ("steps", pa.null()),  # the type DuckDB gives the trial's steps
+    ("status", pa.string()), ("correct", pa.bool_()), ("lenient_correct", pa.bool_()), ("predicted", pa.string()),
+])
+
+
+def _strings(rows: list[tuple], names: tuple[str, ...]) -> pa.Table:
+    """Rows of strings (or None) as an Arrow table, typed even when empty."""
+    return pa.Table.from_pylist([dict(zip(names, r)) for r in rows],
+                                schema=pa.schema([(n, pa.string()) for n in names]))
+
+
+def _stamped(table: pa.Table) -> pa.Table:
+    """``table`` with a ``created_at`` column: now, on every row."""
+    now = pa.scalar(now_utc(), pa.timestamp("us", tz="UTC"))
+    return table.append_column("created_at", pa.repeat(now, table.num_rows))
