@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from tasks import progress
 from tasks.records import now_utc
-from tasks.store import (MERGED_PREFIX, REPLACES_KEY, SCHEMAS, atomic_write, ensure_lake, lake_filesystem,
+from tasks.store import (MERGED_PREFIX, REPLACES_KEY, SCHEMAS, atomic_writer, ensure_lake, lake_filesystem,
                          take_written, unusable_lake)
 
 # Lake files are small: reading and deleting them is waiting on the store, not the CPU.
@@ -103,24 +103,38 @@ def _delete(fs: pafs.FileSystem, paths: Sequence[str]) -> int:
         return sum(pool.map(one, paths))
 
 
+class _Unmergeable(Exception):
+    """A file has a column its table no longer has: merging would drop it."""
+
+
+# Files read ahead of the merged file's writer: bounds the memory a merge holds.
+_READ_AHEAD = 64
+
+
 def _merge(fs: pafs.FileSystem, folder: str, files: Sequence[pafs.FileInfo]) -> CompactStats:
-    """Merge ``files`` of one table and day ``folder`` into one file, then delete them."""
+    """Merge ``files`` of one table and day ``folder`` into one file, then delete them. The files
+    are read a few at a time and written as they come, so a merge holds little in memory."""
     table_name = posixpath.basename(posixpath.dirname(folder))
     schema = SCHEMAS[table_name]
     paths = [f.path for f in files]
-    with ThreadPoolExecutor(_THREADS) as pool:
-        tables = list(pool.map(lambda f: _read(fs, f), files))
-    conformed = [_conform(t, schema) for t in tables]
-    if any(t is None for t in conformed):
+    # A merged file being merged again hands on the names it replaced, in case a killed compaction
+    # left some of them behind: they stay out of the views until deleted.
+    names = {posixpath.basename(p) for p in paths}.union(
+        *(_replaces(pq.read_schema(p, filesystem=fs)) for p in paths if posixpath.basename(p).startswith(MERGED_PREFIX)))
+    target = f"{folder}/{MERGED_PREFIX}{now_utc():%H%M%S%f}-{uuid.uuid4().hex}.parquet"
+    try:
+        with atomic_writer(fs, target, schema.with_metadata(merged_file_metadata(names))) as writer, \
+                ThreadPoolExecutor(_THREADS) as pool:
+            for start in range(0, len(files), _READ_AHEAD):
+                for table in pool.map(lambda f: _read(fs, f), files[start:start + _READ_AHEAD]):
+                    conformed = _conform(table, schema)
+                    if conformed is None:
+                        raise _Unmergeable
+                    writer.write_table(conformed)
+    except _Unmergeable:
         log.warning("%s: a file has columns the %s table no longer has; its files are left as they are",
                     folder, table_name)
         return CompactStats()
-    # A merged file being merged again hands on the names it replaced, in case a killed compaction
-    # left some of them behind: they stay out of the views until deleted.
-    names = {posixpath.basename(p) for p in paths}.union(*(_replaces(t.schema) for t in tables))
-    merged = pa.concat_tables(conformed).replace_schema_metadata(merged_file_metadata(names))
-    stamp = now_utc()
-    atomic_write(fs, f"{folder}/{MERGED_PREFIX}{stamp:%H%M%S%f}-{uuid.uuid4().hex}.parquet", merged)
     return CompactStats(merged=len(paths), written=1, deleted=_delete(fs, paths))
 
 

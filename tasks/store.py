@@ -298,23 +298,38 @@ def ensure_lake(lake: str) -> None:
         _ENSURED.add(lake)
 
 
-def atomic_write(fs: pafs.FileSystem, target: str, table: pa.Table) -> None:
-    """Write ``table`` as the Parquet file ``target``, visible to readers only once complete."""
+@contextlib.contextmanager
+def atomic_writer(fs: pafs.FileSystem, target: str, schema: pa.Schema) -> Iterator[pq.ParquetWriter]:
+    """A Parquet writer of ``schema`` for the file ``target``, which readers see only once the
+    block ends: complete, or (when the block raises) not at all."""
     if isinstance(fs, pafs.LocalFileSystem):
         os.makedirs(os.path.dirname(target), exist_ok=True)
         # No .parquet suffix until complete: readers glob *.parquet and never see a half file.
         tmp = f"{os.path.dirname(target)}/.tmp-{uuid.uuid4().hex}"
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, target)
+        try:
+            with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+                yield writer
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
     else:
         # Object stores have no rename and need none: an object appears under its key only when
         # its upload completes (one PUT, or a multipart upload's final request), so a writer
         # killed mid-upload leaves no object. The body is encoded in memory first so that the
         # upload starts only once the file is whole. No folders: keys need no parents.
         body = pa.BufferOutputStream()
-        pq.write_table(table, body, compression="zstd")
+        with pq.ParquetWriter(body, schema, compression="zstd") as writer:
+            yield writer
         with fs.open_output_stream(target) as out:
             out.write(body.getvalue())
+
+
+def atomic_write(fs: pafs.FileSystem, target: str, table: pa.Table) -> None:
+    """Write ``table`` as the Parquet file ``target``, visible to readers only once complete."""
+    with atomic_writer(fs, target, table.schema) as writer:
+        writer.write_table(table)
 
 
 # The files this process has written, per lake, until a compaction takes them (tasks.compact).

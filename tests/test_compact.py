@@ -89,13 +89,19 @@ def test_a_compaction_killed_while_writing_the_merged_file_changes_nothing(lake,
         write_rows(str(lake), "responses", [response(i)])
     paths = take_written(str(lake))
 
-    def killed(fs, target, table):
-        raise KeyboardInterrupt("killed mid-write")
+    read = compact._read
 
-    monkeypatch.setattr(compact, "atomic_write", killed)
+    def killed_at_the_third(fs, file):
+        if file.path == sorted(paths)[2]:
+            raise KeyboardInterrupt("killed mid-write")
+        return read(fs, file)
+
+    monkeypatch.setattr(compact, "_read", killed_at_the_third)
     with pytest.raises(KeyboardInterrupt):
         compact.compact_files(str(lake), paths)
-    assert len(files(today_folder(lake, "responses"))) == 4
+    folder = today_folder(lake, "responses")
+    # the merged file was half written: nothing of it is left, the small files stand
+    assert len(files(folder)) == 4 and not [p for p in folder.iterdir() if p.name.startswith(".tmp-")]
     assert response_ids(str(lake)) == [f"resp-{i}" for i in range(4)]
 
 
