@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from tasks import progress
 from tasks.records import now_utc
-from tasks.store import (MERGED_PREFIX, REPLACES_KEY, SCHEMAS, atomic_writer, ensure_lake, lake_filesystem,
+from tasks.store import (MERGED_PREFIX, REPLACES_KEY, SCHEMAS, atomic_writer, conform, ensure_lake, lake_filesystem,
                          take_written, unusable_lake)
 
 # Lake files are small: reading and deleting them is waiting on the store, not the CPU.
@@ -80,17 +80,6 @@ def _read(fs: pafs.FileSystem, file: pafs.FileInfo) -> pa.Table:
         return pq.read_table(pa.BufferReader(stream.read()))
 
 
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table | None:
-    """``table`` with the columns of ``schema`` (a file written before a column existed gets it as
-    nulls); None when it has a column the schema does not know, which a merge would drop."""
-    if set(table.schema.names) - set(schema.names):
-        return None
-    names = set(table.schema.names)
-    columns = [table.column(f.name).cast(f.type) if f.name in names else pa.nulls(table.num_rows, f.type)
-               for f in schema]
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
 def _delete(fs: pafs.FileSystem, paths: Sequence[str]) -> int:
     def one(path: str) -> int:
         try:
@@ -101,10 +90,6 @@ def _delete(fs: pafs.FileSystem, paths: Sequence[str]) -> int:
 
     with ThreadPoolExecutor(_THREADS) as pool:
         return sum(pool.map(one, paths))
-
-
-class _Unmergeable(Exception):
-    """A file has a column its table no longer has: merging would drop it."""
 
 
 # Files read ahead of the merged file's writer: bounds the memory a merge holds.
@@ -127,13 +112,12 @@ def _merge(fs: pafs.FileSystem, folder: str, files: Sequence[pafs.FileInfo]) -> 
                 ThreadPoolExecutor(_THREADS) as pool:
             for start in range(0, len(files), _READ_AHEAD):
                 for table in pool.map(lambda f: _read(fs, f), files[start:start + _READ_AHEAD]):
-                    conformed = _conform(table, schema)
-                    if conformed is None:
-                        raise _Unmergeable
-                    writer.write_table(conformed)
-    except _Unmergeable:
-        log.warning("%s: a file has columns the %s table no longer has; its files are left as they are",
-                    folder, table_name)
+                    # older files gain the columns added since; a column the table does not have,
+                    # or values that do not convert to its types, stop the merge
+                    writer.write_table(conform(table_name, table))
+    except (KeyError, pa.ArrowInvalid) as exc:
+        log.warning("%s: a file does not fit the %s table (%s); the folder's files are left as they are",
+                    folder, table_name, exc)
         return CompactStats()
     return CompactStats(merged=len(paths), written=1, deleted=_delete(fs, paths))
 
@@ -203,9 +187,9 @@ def compact_lake(lake: str, before: dt.date | None = None) -> CompactStats:
         for folder, files in sorted(folders.items()):
             merged = [f.path for f in files if posixpath.basename(f.path).startswith(MERGED_PREFIX)]
             named = set().union(*(_replaces(pq.read_schema(p, filesystem=fs)) for p in merged))
-            leftover = [f for f in files if posixpath.basename(f.path) in named]
-            stats.deleted += _delete(fs, [f.path for f in leftover])
-            remaining = [f for f in files if f not in leftover]
+            leftover = {f.path for f in files if posixpath.basename(f.path) in named}
+            stats.deleted += _delete(fs, sorted(leftover))
+            remaining = [f for f in files if f.path not in leftover]
             if len(remaining) > 1:
                 stats.add(_merge(fs, folder, remaining))
             advance(1)

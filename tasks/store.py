@@ -344,6 +344,17 @@ def take_written(lake: str) -> list[str]:
         return _WRITTEN.pop(lake, [])
 
 
+def conform(table: str, data: pa.Table) -> pa.Table:
+    """``data`` with exactly the columns of lake table ``table``, in its order and types: a missing
+    column is nulls (rows written before it existed), an unknown one a KeyError."""
+    schema = SCHEMAS[table]
+    extra = set(data.column_names) - set(schema.names)
+    if extra:
+        raise KeyError(f"{table}: unknown columns {sorted(extra)}")
+    return pa.table([data[f.name].cast(f.type) if f.name in data.column_names else pa.nulls(data.num_rows, f.type)
+                     for f in schema], schema=schema)
+
+
 def write_table(lake: str, table: str, data: pa.Table) -> str | None:
     """Append an Arrow table to ``table`` as one new Parquet file, as :func:`write_rows` does with
     dicts (same column rule); returns its path (None when no rows). Every lake write ends here.
@@ -353,12 +364,7 @@ def write_table(lake: str, table: str, data: pa.Table) -> str | None:
     """
     if not data.num_rows:
         return None
-    schema = SCHEMAS[table]
-    extra = set(data.column_names) - set(schema.names)
-    if extra:
-        raise KeyError(f"{table}: unknown columns {sorted(extra)}")
-    data = pa.table([data[f.name].cast(f.type) if f.name in data.column_names else pa.nulls(data.num_rows, f.type)
-                     for f in schema], schema=schema)
+    data = conform(table, data)
     fs, root = lake_filesystem(lake)
     stamp = now_utc()
     target = f"{root}/{table}/day={stamp:%Y-%m-%d}/part-{stamp:%H%M%S%f}-{uuid.uuid4().hex}.parquet"

@@ -149,6 +149,23 @@ def test_a_file_with_a_column_the_table_no_longer_has_is_left_as_it_is(lake):
     assert len(files(folder)) == 2
 
 
+def test_files_written_by_another_tool_merge_when_their_values_convert_and_stay_when_not(lake):
+    # pandas' conventions: int32 counts, latencies as text; one folder converts, the other has "1,5"
+    for day, latencies in (("2024-03-01", ["1.5", "2.25"]), ("2024-03-02", ["1.5", "1,5"])):
+        folder = lake / "responses" / f"day={day}"
+        folder.mkdir(parents=True)
+        for i, latency in enumerate(latencies):
+            pq.write_table(pa.table({"response_id": [f"{day}-{i}"], "status": ["ok"],
+                                     "attempts": pa.array([i + 1], pa.int32()), "latency_s": [latency]}),
+                           folder / f"export-{i}.parquet")
+    stats = compact.compact_lake(str(lake))
+    assert (stats.merged, stats.written) == (2, 1)
+    assert len(files(lake / "responses" / "day=2024-03-01")) == 1
+    assert len(files(lake / "responses" / "day=2024-03-02")) == 2
+    rows = pq.read_table(next((lake / "responses" / "day=2024-03-01").glob("merged-*.parquet"))).to_pylist()
+    assert [(r["attempts"], r["latency_s"]) for r in rows] == [(1, 1.5), (2, 2.25)]
+
+
 def test_the_compact_command_merges_old_folders_and_shows_what_it_did(tmp_path):
     cfg = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
     lake = tmp_path / "wh" / "lake"
