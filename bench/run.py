@@ -7,7 +7,9 @@
 Every figure is the median of ``--repeats`` runs (at least 3) of child processes; figures are
 measurements, never test assertions. Results go to ``bench/results.md`` (``results-small.md`` for
 the small scale) with the command, the machine and each figure's target, and to a JSON file
-beside it. Work files (warehouses, prompts) stay under ``--workdir`` (default
+beside it. Both are rewritten as each figure finishes, and a figure measured earlier at the same
+scale is kept until it is measured again (each section says when, on which commit, at what
+load): a stopped run loses only the figure it was in, and ``--only`` completes the file. Work files (warehouses, prompts) stay under ``--workdir`` (default
 ``bench/work/<scale>``, ignored by git) and the large warehouses are reused between runs.
 See bench/README.md for what each figure runs.
 """
@@ -70,30 +72,37 @@ def commit() -> str:
         return "unknown"
 
 
-def render(figures: list[Figure], failures: dict[int, str], hot: list[dict], header: dict[str, str]) -> str:
-    """The markdown of bench/results.md."""
+def render(figures: list[dict], failures: dict[int, str], sections: dict[int, dict], hot: list[dict],
+           header: dict[str, str]) -> str:
+    """The markdown of bench/results.md, from the stored figures (see :func:`store`)."""
     lines = ["# Benchmark results", ""]
     lines += [f"- **{k}**: {v}" for k, v in header.items()]
     lines += ["", "Each value is the median of the runs listed (seconds unless stated); *met* compares the "
               "median with the target; *CPU s* is the user + system time of the measured process tree, "
-              "steadier than wall time on a shared machine. What bounds each figure, from profiles: "
-              "bench/PROFILE.md.", ""]
-    numbers = sorted({f.number for f in figures} | set(failures))
-    for number in numbers:
-        lines += [f"## {number}. {TITLES.get(number, '')}", ""]
+              "steadier than wall time on a shared machine. Each section says when it was measured: figures "
+              "are measured one after another, and `--only` re-measures some. What bounds each figure, "
+              "from profiles: bench/PROFILE.md.", ""]
+    for number in sorted(TITLES):
+        lines += [f"## {number}. {TITLES[number]}", ""]
+        meta = sections.get(number)
+        if meta:
+            lines += [f"Measured {meta['date']} on commit {meta['commit']}, load average {meta['load']:.1f} "
+                      f"at the start, {meta['minutes']:.1f} min (`{meta['command']}`).", ""]
         if number in failures:
             lines += ["Not measured: the run failed.", "", "```", failures[number].strip()[-3000:], "```", ""]
-        rows = [f for f in figures if f.number == number]
+        rows = [f for f in figures if f["number"] == number]
+        if not rows and number not in failures:
+            lines += [f"Not measured yet: `python bench/run.py --only {2 if number == 3 else number}`.", ""]
         if rows:
             lines += ["| measure | median | unit | runs | target | met | CPU s (median) |",
                       "|---|---:|---|---|---|---|---:|"]
             for f in rows:
-                met = {True: "met", False: "**not met**", None: ""}[f.met]
-                runs = ", ".join(fmt(v) for v in f.values)
-                cpu = fmt(statistics.median(f.cpu)) if f.cpu else ""
-                lines.append(f"| {f.name} | {fmt(f.median)} | {f.unit} | {runs} | {f.target} | {met} | {cpu} |")
-            commands = sorted({f.command for f in rows if f.command})
-            notes = [f"{f.name}: {f.note}" for f in rows if f.note]
+                met = {True: "met", False: "**not met**", None: ""}[f["met"]]
+                runs = ", ".join(fmt(v) for v in f["values"])
+                cpu = fmt(statistics.median(f["cpu"])) if f["cpu"] else ""
+                lines.append(f"| {f['name']} | {fmt(f['median'])} | {f['unit']} | {runs} | {f['target']} | {met} | {cpu} |")
+            commands = sorted({f["command"] for f in rows if f["command"]})
+            notes = [f"{f['name']}: {f['note']}" for f in rows if f["note"]]
             lines.append("")
             lines += [f"- command: `{c}`" for c in commands]
             lines += [f"- {n}" for n in notes]
@@ -104,6 +113,35 @@ def render(figures: list[Figure], failures: dict[int, str], hot: list[dict], hea
         lines += [f"| {h['figure']} | {fmt(h['value'])} | {h['unit']} | {h['n']} |" for h in hot]
         lines.append("")
     return "\n".join(lines)
+
+
+def load(path: Path, scale: str) -> dict:
+    """What an earlier run at the same scale stored in ``path`` (JSON), or an empty record."""
+    empty = {"figures": [], "failures": {}, "sections": {}, "hot_paths": []}
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return empty
+    if not str(old.get("header", {}).get("scale", "")).startswith(scale) or "sections" not in old:
+        return empty
+    old["failures"] = {int(k): v for k, v in old.get("failures", {}).items()}
+    old["sections"] = {int(k): v for k, v in old["sections"].items()}
+    return {**empty, **old}
+
+
+def store(out: Path, record: dict, header: dict[str, str]) -> None:
+    """Write ``record`` as bench/results.md and .json; each file replaced whole (no half-written file)."""
+    record["header"] = header
+    for path, text in ((out, render(record["figures"], record["failures"], record["sections"],
+                                    record["hot_paths"], header)),
+                       (out.with_suffix(".json"), json.dumps(record, indent=1, default=str))):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def as_dicts(figures: list[Figure]) -> list[dict]:
+    return [{**asdict(f), "median": f.median, "met": f.met} for f in figures]
 
 
 def main() -> None:
@@ -127,39 +165,57 @@ def main() -> None:
         wanted.add(2)
 
     started = time.perf_counter()
-    header = {
-        "command": "python bench/run.py " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "make bench",
-        "scale": f"{scale.name} ({scale.factor:g} of the issue's sizes)",
-        "machine": machine(), "commit": commit(), "date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
-    }
+    command = "python bench/run.py " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "make bench"
+    header = {"command": command, "scale": f"{scale.name} ({scale.factor:g} of the issue's sizes)",
+              "machine": machine()}
+    record = load(out.with_suffix(".json"), scale.name)
     ctx = Context(scale=scale, workdir=workdir, repeats=args.repeats, log=lambda m: print(m, flush=True))
     # A first flow run creates the private Prefect database, so no figure pays its migrations.
     run([sys.executable, "-c", "from tasks.environment import apply_defaults\napply_defaults()\nfrom prefect import flow\n@flow\ndef warm(): pass\nwarm()"], workdir)
-    figures: list[Figure] = []
-    failures: dict[int, str] = {}
+    failed = False
+
+    def keep(numbers: set[int], figures: list[Figure], began: float, failure: str | None = None) -> None:
+        """Replace the stored figures of ``numbers`` with these, and write both files."""
+        record["figures"] = [f for f in record["figures"] if f["number"] not in numbers] + as_dicts(figures)
+        meta = {"date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC", "commit": commit(),
+                "load": load_at_start, "minutes": (time.perf_counter() - began) / 60, "command": command}
+        for n in numbers:
+            record["failures"].pop(n, None)
+            record["sections"][n] = meta
+            if failure:
+                record["failures"][n] = failure
+        record["figures"].sort(key=lambda f: f["number"])
+        store(out, record, header)
+
     for number, measure in FIGURES.items():
         if number not in wanted or number == 9:
             continue
         print(f"figure {number}: {TITLES[number]}", flush=True)
+        began, load_at_start = time.perf_counter(), os.getloadavg()[0]
+        numbers = {2, 3} if number == 2 else {number}
         try:
-            figures += measure(ctx)
+            figures = measure(ctx)
         except Exception:  # noqa: BLE001 - one failed figure must not lose the others
-            failures[number] = traceback.format_exc()
-            print(failures[number], flush=True)
-    if 9 in wanted:
-        figures += FIGURES[9](ctx)
-    hot = []
+            failed = True
+            print(traceback.format_exc(), flush=True)
+            keep(numbers, [], began, traceback.format_exc())
+            continue
+        keep(numbers, figures, began)
+        if ctx.memory:
+            # Figure 9 gathers the peak memory the others measured; an entry is replaced when re-measured.
+            fresh = FIGURES[9](ctx)
+            names = {f.name for f in fresh}
+            record["figures"] = [f for f in record["figures"] if f["number"] != 9 or f["name"] not in names]
+            keep(set(), fresh, began)
+            record["sections"][9] = {**record["sections"][number], "command": command}
+            store(out, record, header)
     if not args.only:
+        began, load_at_start = time.perf_counter(), os.getloadavg()[0]
         r = run(bench_script("hotpaths.py"), workdir)
-        hot = last_json(r.stdout)["figures"] if r.returncode == 0 else []
-    header["duration"] = f"{(time.perf_counter() - started) / 60:.1f} min"
-    out.write_text(render(figures, failures, hot, header), encoding="utf-8")
-    out.with_suffix(".json").write_text(json.dumps({
-        "header": header, "failures": failures, "hot_paths": hot,
-        "figures": [{**asdict(f), "median": f.median, "met": f.met} for f in figures],
-    }, indent=1, default=str), encoding="utf-8")
-    print(f"written to {out}")
-    sys.exit(1 if failures else 0)
+        record["hot_paths"] = last_json(r.stdout)["figures"] if r.returncode == 0 else []
+        store(out, record, header)
+    print(f"written to {out} ({(time.perf_counter() - started) / 60:.1f} min)")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
