@@ -71,7 +71,8 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
         stats = run_unit(cfg.lake_path, rows, model, cfg, run_id, index)
     finally:
         embedded.stop_all()
-        # This worker's files of the unit, merged per table and day (the run's end merges only its own).
+        # This worker's files of the unit (run_unit's merged ones and any written since) become one per
+        # table and day: a worker keeps nothing aside for a run whose end is in another process.
         compact_written(cfg.lake_path)
     embedded.check_crashes(crashes_before)
     return asdict(stats)

@@ -21,6 +21,7 @@ from prefect.utilities.annotations import quote
 
 from tasks import progress
 from tasks.call import CallStats, run_calls, step_plan
+from tasks.compact import compact_written
 from tasks.config import Config, ConfigError
 from tasks.cost import BudgetExceeded
 from tasks.generate import generate_task, item_row
@@ -88,11 +89,15 @@ def score_batch(lake: str, selection: Selection, run_id: str, model: str, index:
 
 
 def run_unit(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
-    """One model on one batch: call the model, then parse and score what it answered."""
-    stats = call_batch(lake, quote(rows), model, cfg, run_id, index)
-    selection = quote(Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows)))
-    parse_batch(lake, selection, model, index)
-    score_batch(lake, selection, run_id, model, index)
+    """One model on one batch: call the model, then parse and score what it answered. The unit's
+    files are merged when it ends, so that the next units' reads open one file per unit."""
+    try:
+        stats = call_batch(lake, quote(rows), model, cfg, run_id, index)
+        selection = quote(Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows)))
+        parse_batch(lake, selection, model, index)
+        score_batch(lake, selection, run_id, model, index)
+    finally:
+        compact_written(lake, final=False)
     if stats.budget:
         raise BudgetExceeded(stats.budget)  # after parse and score: what was answered counts
     return stats

@@ -21,6 +21,12 @@ existed. No run writes there any more; run one ``compact_lake`` at a time.
 
 A query that listed a folder just before a compaction deleted a file, and opens it just after,
 finds it gone; the pipeline's own reads run such a query again (tasks.store.query).
+
+A long run also reads what it wrote while it runs (the ledger and claims before each wave of
+calls, parses and scores after each batch), and a read opens every file: left alone, a
+200,000-item sweep would end with some 20,000 response files, each batch reading more of them
+than the last. So each (model, batch) unit merges its own files when it ends (``final=False``):
+the merged file is kept aside, and the run's end merges those per-unit files into one.
 """
 
 from __future__ import annotations
@@ -28,10 +34,11 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import posixpath
+import threading
 import uuid
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import pyarrow as pa
@@ -56,12 +63,14 @@ class CompactStats:
     merged: int = 0
     written: int = 0
     deleted: int = 0
+    files: list[str] = field(default_factory=list)  # the files that hold the compacted rows now
 
     def add(self, other: "CompactStats") -> None:
-        """Add ``other``'s counts to these."""
+        """Add ``other``'s counts and files to these."""
         self.merged += other.merged
         self.written += other.written
         self.deleted += other.deleted
+        self.files += other.files
 
 
 def merged_file_metadata(names: Iterable[str]) -> dict[bytes, bytes]:
@@ -118,8 +127,8 @@ def _merge(fs: pafs.FileSystem, folder: str, files: Sequence[pafs.FileInfo]) -> 
     except (KeyError, pa.ArrowInvalid) as exc:
         log.warning("%s: a file does not fit the %s table (%s); the folder's files are left as they are",
                     folder, table_name, exc)
-        return CompactStats()
-    return CompactStats(merged=len(paths), written=1, deleted=_delete(fs, paths))
+        return CompactStats(files=paths)
+    return CompactStats(merged=len(paths), written=1, deleted=_delete(fs, paths), files=[target])
 
 
 def _by_folder(files: Iterable[pafs.FileInfo]) -> dict[str, list[pafs.FileInfo]]:
@@ -137,22 +146,38 @@ def compact_files(lake: str, paths: Sequence[str]) -> CompactStats:
     for folder, files in sorted(_by_folder(pafs.FileInfo(p, pafs.FileType.File) for p in paths).items()):
         if len(files) > 1:
             stats.add(_merge(fs, folder, files))
+        else:
+            stats.files.append(files[0].path)
     return stats
 
 
-def compact_written(lake: str) -> CompactStats:
+# What the units of this process's run compacted so far, per lake, for the run's final compaction.
+_KEPT: dict[str, list[str]] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+def compact_written(lake: str, final: bool = True) -> CompactStats:
     """Merge the files this process has written to ``lake`` since its last compaction.
 
-    Called when a run or a dispatched unit ends. Never raises: the small files are a correct
-    lake, only a slower one, so a compaction that fails (a store that refuses a delete, a full
-    disk) is logged and the files are left for ``invarbench compact``.
+    Called when a run or a dispatched unit ends (``final``), and when a unit of a run ends
+    (``final=False``): then the result is kept aside, and the next final compaction merges it
+    with the rest, so a run leaves one file per table and day and reads during the run open a
+    file per unit. Never raises: the small files are a correct lake, only a slower one, so a
+    compaction that fails (a store that refuses a delete, a full disk) is logged and the files
+    are left for ``invarbench compact``.
     """
     paths = take_written(lake)
+    if final:
+        with _KEPT_LOCK:
+            paths += _KEPT.pop(lake, [])
     try:
         stats = compact_files(lake, paths)
     except Exception:  # noqa: BLE001 - see above: the run's data is stored whatever happens here
         log.warning("compaction of %d file(s) in %s failed; they stay as they are", len(paths), lake, exc_info=True)
         return CompactStats()
+    if not final:
+        with _KEPT_LOCK:
+            _KEPT.setdefault(lake, []).extend(stats.files)
     if stats.written:
         log.info("compacted %d file(s) into %d", stats.merged, stats.written)
     return stats

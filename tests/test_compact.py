@@ -64,6 +64,30 @@ def test_a_run_ends_with_one_file_per_table_and_day_holding_every_row(lake):
     assert take_written(str(lake)) == []  # handed out once
 
 
+def test_units_of_a_run_merge_their_files_as_they_end_and_the_run_merges_the_units(lake):
+    run = lifecycle.Run(str(lake), "r1", "sweep", config="{}", models="[]", heartbeat_s=3600)
+    run.start()
+    folder = today_folder(lake, "responses")
+    seen = []
+    for unit in range(3):
+        for i in range(unit * 10, unit * 10 + 10, 2):
+            write_rows(str(lake), "responses", [response(i), response(i + 1)])
+        compact.compact_written(str(lake), final=False)
+        seen.append(len(files(folder)))
+        # every row stays visible once while the run goes on
+        assert response_ids(str(lake)) == sorted(f"resp-{i}" for i in range((unit + 1) * 10))
+    assert seen == [1, 2, 3]  # one file per unit, not five
+    run.finish()
+
+    names = files(folder)
+    assert len(names) == 1 and names[0].startswith("merged-"), names
+    assert response_ids(str(lake)) == sorted(f"resp-{i}" for i in range(30))
+    # the run's file names every small file, through the units' files it replaced
+    replaced = pq.read_schema(folder / names[0]).metadata[REPLACES_KEY].decode().split("\n")
+    assert sum(not n.startswith("merged-") for n in replaced) == 15
+    assert compact._KEPT.get(str(lake), []) == []  # nothing kept aside after the run's end
+
+
 def test_a_compaction_killed_before_it_deleted_the_small_files_shows_each_row_once(lake, monkeypatch):
     for i in range(6):
         write_rows(str(lake), "responses", [response(i)])
