@@ -1,6 +1,6 @@
 """``make bench``: measure the pipeline beside its floor and write ``bench/results.md``.
 
-    python bench/run.py                      # every figure at full scale (about 2-3 hours on 2 cores)
+    python bench/run.py                      # every figure at full scale (about 5-6 hours on 2 cores)
     python bench/run.py --scale small        # everything at 1/100 (a few minutes): development
     python bench/run.py --only 1,7 --repeats 5
 
@@ -66,7 +66,7 @@ def machine() -> str:
 def commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout
         return out.stdout.strip() + (" (with uncommitted changes)" if dirty.strip() else "")
     except OSError:
         return "unknown"
