@@ -1,0 +1,30 @@
+"""Progress bars (flows/cli.py RichListener over tasks.progress): every stage is shown while it
+runs, and the display stays bounded however many stages a long sweep has."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.progress import Progress
+
+from flows.cli import RichListener
+from tasks import progress
+
+
+def test_finished_stages_beyond_a_few_leave_the_display_and_running_ones_stay():
+    bar = Progress(console=Console(file=io.StringIO()), auto_refresh=False)
+    progress.set_listener(RichListener(bar, keep_finished=3))
+    try:
+        with progress.stage("generate", 10) as advance:  # stays running throughout
+            advance(4)
+            for i in range(50):
+                with progress.stage(f"call batch {i}", 2) as step:
+                    step(2)
+            shown = {t.description: (t.completed, t.total) for t in bar.tasks}
+    finally:
+        progress.set_listener(None)
+    assert shown == {"generate": (4, 10), "call batch 47": (2, 2), "call batch 48": (2, 2),
+                     "call batch 49": (2, 2)}
+    # after it finished, the long stage is among the last three finished
+    assert [t.description for t in bar.tasks] == ["generate", "call batch 48", "call batch 49"]
