@@ -25,8 +25,9 @@ finds it gone; the pipeline's own reads run such a query again (tasks.store.quer
 A long run also reads what it wrote while it runs (the ledger and claims before each wave of
 calls, parses and scores after each batch), and a read opens every file: left alone, a
 200,000-item sweep would end with some 20,000 response files, each batch reading more of them
-than the last. So each (model, batch) unit merges its own files when it ends (``final=False``):
-the merged file is kept aside, and the run's end merges those per-unit files into one.
+than the last. So each (model, batch) unit merges its own files when it ends (``final=False``);
+the merged files are kept aside, merged again when a folder holds more than a few, and the
+run's end merges what is left into one.
 """
 
 from __future__ import annotations
@@ -151,8 +152,10 @@ def compact_files(lake: str, paths: Sequence[str]) -> CompactStats:
     return stats
 
 
-# What the units of this process's run compacted so far, per lake, for the run's final compaction.
+# What the units of this process's run compacted so far, per lake, for the run's final compaction,
+# and how many such files a folder may hold before they are merged again.
 _KEPT: dict[str, list[str]] = {}
+_KEPT_MAX = 8
 _KEPT_LOCK = threading.Lock()
 
 
@@ -161,8 +164,8 @@ def compact_written(lake: str, final: bool = True) -> CompactStats:
 
     Called when a run or a dispatched unit ends (``final``), and when a unit of a run ends
     (``final=False``): then the result is kept aside, and the next final compaction merges it
-    with the rest, so a run leaves one file per table and day and reads during the run open a
-    file per unit. Never raises: the small files are a correct lake, only a slower one, so a
+    with the rest, so a run leaves one file per table and day; the kept files are merged again
+    whenever a folder holds more than ``_KEPT_MAX``, so reads during the run open a few files. Never raises: the small files are a correct lake, only a slower one, so a
     compaction that fails (a store that refuses a delete, a full disk) is logged and the files
     are left for ``invarbench compact``.
     """
@@ -177,7 +180,21 @@ def compact_written(lake: str, final: bool = True) -> CompactStats:
         return CompactStats()
     if not final:
         with _KEPT_LOCK:
-            _KEPT.setdefault(lake, []).extend(stats.files)
+            kept = _KEPT.pop(lake, []) + stats.files
+        # A query opens every file (about 15 ms each on a local disk, mostly its footer): once a
+        # folder holds more than _KEPT_MAX of the run's files they are merged again, so reads stay
+        # fast through a long run for a total rewrite of a few seconds at 200,000 items.
+        crowded = [f for files in _by_folder(pafs.FileInfo(p, pafs.FileType.File) for p in kept).values()
+                   if len(files) > _KEPT_MAX for f in files]
+        if crowded:
+            try:
+                again = compact_files(lake, [f.path for f in crowded])
+                stats.add(CompactStats(merged=again.merged, written=again.written, deleted=again.deleted))
+                kept = [p for p in kept if p not in {f.path for f in crowded}] + again.files
+            except Exception:  # noqa: BLE001 - as above; the files stay and are merged at the end
+                log.warning("compaction of %d file(s) in %s failed", len(crowded), lake, exc_info=True)
+        with _KEPT_LOCK:
+            _KEPT.setdefault(lake, []).extend(kept)
     if stats.written:
         log.info("compacted %d file(s) into %d", stats.merged, stats.written)
     return stats

@@ -77,14 +77,21 @@ def test_units_of_a_run_merge_their_files_as_they_end_and_the_run_merges_the_uni
         # every row stays visible once while the run goes on
         assert response_ids(str(lake)) == sorted(f"resp-{i}" for i in range((unit + 1) * 10))
     assert seen == [1, 2, 3]  # one file per unit, not five
+    # more units than a folder may keep: their files are merged again, every row still once
+    for unit in range(3, 3 + compact._KEPT_MAX):
+        write_rows(str(lake), "responses", [response(2 * unit + 100), response(2 * unit + 101)])
+        compact.compact_written(str(lake), final=False)
+        assert len(files(folder)) <= compact._KEPT_MAX
+    assert len(response_ids(str(lake))) == 30 + 2 * compact._KEPT_MAX
     run.finish()
 
     names = files(folder)
     assert len(names) == 1 and names[0].startswith("merged-"), names
-    assert response_ids(str(lake)) == sorted(f"resp-{i}" for i in range(30))
+    extra = [f"resp-{i}" for u in range(3, 3 + compact._KEPT_MAX) for i in (2 * u + 100, 2 * u + 101)]
+    assert response_ids(str(lake)) == sorted([f"resp-{i}" for i in range(30)] + extra)
     # the run's file names every small file, through the units' files it replaced
     replaced = pq.read_schema(folder / names[0]).metadata[REPLACES_KEY].decode().split("\n")
-    assert sum(not n.startswith("merged-") for n in replaced) == 15
+    assert sum(not n.startswith("merged-") for n in replaced) == 15 + compact._KEPT_MAX
     assert compact._KEPT.get(str(lake), []) == []  # nothing kept aside after the run's end
 
 
