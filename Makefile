@@ -53,7 +53,7 @@ test: install
 		|| echo "chromium could not be installed: the browser test will be skipped"
 	$(PY) -m pytest -q -ra --durations=30
 
-# Every figure of bench/README.md into bench/results.md (about 2-3 hours on 2 cores);
+# Every figure of bench/README.md into bench/results.md (about 5-6 hours on 2 cores);
 # BENCH_SCALE=small runs them all at 1/100 in a few minutes (bench/results-small.md).
 BENCH_SCALE ?= full
 bench: install
