@@ -86,8 +86,9 @@ def render(figures: list[dict], failures: dict[int, str], sections: dict[int, di
         lines += [f"## {number}. {TITLES[number]}", ""]
         meta = sections.get(number)
         if meta:
-            lines += [f"Measured {meta['date']} on commit {meta['commit']}, load average {meta['load']:.1f} "
-                      f"at the start, {meta['minutes']:.1f} min (`{meta['command']}`).", ""]
+            timing = (f", load average {meta['load']:.1f} at the start, {meta['minutes']:.1f} min"
+                      if meta["load"] == meta["load"] else "")  # NaN: measured by a run that kept no timing
+            lines += [f"Measured {meta['date']} on commit {meta['commit']}{timing} (`{meta['command']}`).", ""]
         if number in failures:
             lines += ["Not measured: the run failed.", "", "```", failures[number].strip()[-3000:], "```", ""]
         rows = [f for f in figures if f["number"] == number]
@@ -122,9 +123,14 @@ def load(path: Path, scale: str) -> dict:
         old = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return empty
-    if not str(old.get("header", {}).get("scale", "")).startswith(scale) or "sections" not in old:
+    header = old.get("header", {})
+    if not str(header.get("scale", "")).startswith(scale):
         return empty
     old["failures"] = {int(k): v for k, v in old.get("failures", {}).items()}
+    if "sections" not in old:  # written by a whole run before sections existed: its header says when
+        meta = {"date": header.get("date", "?"), "commit": header.get("commit", "?"), "load": float("nan"),
+                "minutes": float("nan"), "command": header.get("command", "?")}
+        old["sections"] = {f["number"]: meta for f in old.get("figures", [])} | dict.fromkeys(old["failures"], meta)
     old["sections"] = {int(k): v for k, v in old["sections"].items()}
     return {**empty, **old}
 
@@ -173,44 +179,33 @@ def main() -> None:
     # A first flow run creates the private Prefect database, so no figure pays its migrations.
     run([sys.executable, "-c", "from tasks.environment import apply_defaults\napply_defaults()\nfrom prefect import flow\n@flow\ndef warm(): pass\nwarm()"], workdir)
     failed = False
-
-    def keep(numbers: set[int], figures: list[Figure], began: float, failure: str | None = None) -> None:
-        """Replace the stored figures of ``numbers`` with these, and write both files."""
-        record["figures"] = [f for f in record["figures"] if f["number"] not in numbers] + as_dicts(figures)
-        meta = {"date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC", "commit": commit(),
-                "load": load_at_start, "minutes": (time.perf_counter() - began) / 60, "command": command}
-        for n in numbers:
-            record["failures"].pop(n, None)
-            record["sections"][n] = meta
-            if failure:
-                record["failures"][n] = failure
-        record["figures"].sort(key=lambda f: f["number"])
-        store(out, record, header)
-
     for number, measure in FIGURES.items():
         if number not in wanted or number == 9:
             continue
         print(f"figure {number}: {TITLES[number]}", flush=True)
         began, load_at_start = time.perf_counter(), os.getloadavg()[0]
         numbers = {2, 3} if number == 2 else {number}
+        failure = None
         try:
             figures = measure(ctx)
         except Exception:  # noqa: BLE001 - one failed figure must not lose the others
-            failed = True
-            print(traceback.format_exc(), flush=True)
-            keep(numbers, [], began, traceback.format_exc())
-            continue
-        keep(numbers, figures, began)
-        if ctx.memory:
-            # Figure 9 gathers the peak memory the others measured; an entry is replaced when re-measured.
-            fresh = FIGURES[9](ctx)
-            names = {f.name for f in fresh}
-            record["figures"] = [f for f in record["figures"] if f["number"] != 9 or f["name"] not in names]
-            keep(set(), fresh, began)
-            record["sections"][9] = {**record["sections"][number], "command": command}
-            store(out, record, header)
+            failed, failure, figures = True, traceback.format_exc(), []
+            print(failure, flush=True)
+        meta = {"date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC", "commit": commit(),
+                "load": load_at_start, "minutes": (time.perf_counter() - began) / 60, "command": command}
+        # Figure 9 gathers the peak memory the others measured; an entry is replaced when re-measured.
+        memory = as_dicts(FIGURES[9](ctx))
+        replaced = {f["name"] for f in memory}
+        record["figures"] = sorted(
+            [f for f in record["figures"] if f["number"] not in numbers and f["name"] not in replaced]
+            + as_dicts(figures) + memory, key=lambda f: f["number"])
+        for n in numbers | ({9} if memory else set()):
+            record["failures"].pop(n, None)
+            record["sections"][n] = meta
+        if failure:
+            record["failures"].update(dict.fromkeys(numbers, failure))
+        store(out, record, header)
     if not args.only:
-        began, load_at_start = time.perf_counter(), os.getloadavg()[0]
         r = run(bench_script("hotpaths.py"), workdir)
         record["hot_paths"] = last_json(r.stdout)["figures"] if r.returncode == 0 else []
         store(out, record, header)

@@ -37,7 +37,7 @@ import logging
 import posixpath
 import threading
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -164,15 +164,24 @@ def compact_written(lake: str, final: bool = True) -> CompactStats:
 
     Called when a run or a dispatched unit ends (``final``), and when a unit of a run ends
     (``final=False``): then the result is kept aside, and the next final compaction merges it
-    with the rest, so a run leaves one file per table and day; the kept files are merged again
-    whenever a folder holds more than ``_KEPT_MAX``, so reads during the run open a few files. Never raises: the small files are a correct lake, only a slower one, so a
-    compaction that fails (a store that refuses a delete, a full disk) is logged and the files
-    are left for ``invarbench compact``.
+    with the rest, so a run leaves one file per table and day; a folder's kept files are merged
+    again with its new ones once it keeps ``_KEPT_MAX``, so reads during the run open a few files.
+    Never raises: the small files are a correct lake, only a slower one, so a compaction that
+    fails (a store that refuses a delete, a full disk) is logged and the files are left for
+    ``invarbench compact``.
     """
     paths = take_written(lake)
-    if final:
-        with _KEPT_LOCK:
-            paths += _KEPT.pop(lake, [])
+    with _KEPT_LOCK:
+        kept = _KEPT.pop(lake, [])
+    if not final:
+        # A query opens every file (about 15 ms each on a local disk, mostly its footer): a folder
+        # that already keeps _KEPT_MAX of the run's files merges them with its new ones, so reads
+        # stay fast through a long run for a total rewrite of a few seconds at 200,000 items.
+        per_folder = Counter(posixpath.dirname(p) for p in kept)
+        paths += [p for p in kept if per_folder[posixpath.dirname(p)] >= _KEPT_MAX]
+        kept = [p for p in kept if per_folder[posixpath.dirname(p)] < _KEPT_MAX]
+    else:
+        paths, kept = paths + kept, []
     try:
         stats = compact_files(lake, paths)
     except Exception:  # noqa: BLE001 - see above: the run's data is stored whatever happens here
@@ -180,21 +189,7 @@ def compact_written(lake: str, final: bool = True) -> CompactStats:
         return CompactStats()
     if not final:
         with _KEPT_LOCK:
-            kept = _KEPT.pop(lake, []) + stats.files
-        # A query opens every file (about 15 ms each on a local disk, mostly its footer): once a
-        # folder holds more than _KEPT_MAX of the run's files they are merged again, so reads stay
-        # fast through a long run for a total rewrite of a few seconds at 200,000 items.
-        crowded = [f for files in _by_folder(pafs.FileInfo(p, pafs.FileType.File) for p in kept).values()
-                   if len(files) > _KEPT_MAX for f in files]
-        if crowded:
-            try:
-                again = compact_files(lake, [f.path for f in crowded])
-                stats.add(CompactStats(merged=again.merged, written=again.written, deleted=again.deleted))
-                kept = [p for p in kept if p not in {f.path for f in crowded}] + again.files
-            except Exception:  # noqa: BLE001 - as above; the files stay and are merged at the end
-                log.warning("compaction of %d file(s) in %s failed", len(crowded), lake, exc_info=True)
-        with _KEPT_LOCK:
-            _KEPT.setdefault(lake, []).extend(kept)
+            _KEPT.setdefault(lake, []).extend(kept + stats.files)
     if stats.written:
         log.info("compacted %d file(s) into %d", stats.merged, stats.written)
     return stats
