@@ -31,23 +31,16 @@ QUALIFY row_number() OVER (
 ) = 1;
 
 -- Pairs of answers of one family unit (variant_a ranked before variant_b), with whether they are
--- the same answer: two correct answers are (both agree with the family's one gold, even when
--- written at different precisions: 54.7356 and 54.74 against 54.74); a correct and a not correct
--- one are not; two not correct ones are when their answer keys are equal. An unparsable answer
--- equals nothing; same_answer is NULL when either side is an error. Everything here is stored at
--- parse and score time, so the verdict is known right after any sweep, import or rescore.
+-- the same answer (macro same_answer, sql/macros/answers.sql; NULL when either side is an error).
+-- Everything here is stored at parse and score time, so the verdict is known right after any
+-- sweep, import or rescore.
 CREATE OR REPLACE VIEW family_answer_pairs AS
 SELECT
     a.model, a.suite, a.task, a.category, a.prompt_style, a.family_id, a.seed, a.sample_idx,
     a.variant AS variant_a, b.variant AS variant_b, a.trial_id AS trial_id_a, b.trial_id AS trial_id_b, a.answer_type,
     a.status AS status_a, b.status AS status_b, a.is_correct AS correct_a, b.is_correct AS correct_b,
     a.predicted AS predicted_a, b.predicted AS predicted_b,
-    CASE
-        WHEN a.status = 'error' OR b.status = 'error' THEN NULL
-        WHEN a.is_correct AND b.is_correct THEN true
-        WHEN a.is_correct OR b.is_correct THEN false
-        ELSE coalesce(a.answer_key = b.answer_key, false)
-    END AS same_answer
+    same_answer(a.status, b.status, a.is_correct, b.is_correct, a.answer_key, b.answer_key) AS same_answer
 FROM family_trials a
 JOIN family_trials b
   ON a.model = b.model AND a.suite = b.suite AND a.task = b.task AND a.category = b.category

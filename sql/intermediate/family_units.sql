@@ -7,10 +7,12 @@
 -- (model, suite, task, category, prompt_style) group, ordered by variant_rank then name. A unit is complete when it has a scored (non-error)
 -- answer on every variant of V; only complete units count for invariance, consistency and flips.
 -- pattern: one letter per variant of V in order, C correct, W not correct (wrong or unparsable).
--- consistent: all answers parsed and pairwise the same answer (family_answer_pairs).
+-- consistent: all answers parsed and pairwise the same answer (macro same_answer).
 -- Groups with a single variant have nothing to compare and are left out.
 CREATE OR REPLACE MACRO family_units_over(variant_list := NULL, for_run := NULL) AS TABLE
-WITH ft AS (
+-- ft is materialised: the pairs below join it with itself, and family_answer_pairs would derive
+-- family_trials twice more.
+WITH ft AS MATERIALIZED (
     SELECT * FROM family_trials
     WHERE (variant_list IS NULL OR list_contains(variant_list, variant))
       AND (for_run IS NULL OR trial_id IN (SELECT trial_id FROM run_trials WHERE run_id = for_run))
@@ -25,11 +27,16 @@ variant_sets AS (
     GROUP BY ALL
 ),
 pair_verdicts AS (
-    SELECT p.model, p.suite, p.task, p.category, p.prompt_style, p.family_id, p.seed, p.sample_idx,
-           count(*) FILTER (WHERE NOT p.same_answer) AS n_unequal
-    FROM family_answer_pairs p
-    WHERE p.status_a <> 'error' AND p.status_b <> 'error'
-      AND p.trial_id_a IN (SELECT trial_id FROM ft) AND p.trial_id_b IN (SELECT trial_id FROM ft)
+    SELECT a.model, a.suite, a.task, a.category, a.prompt_style, a.family_id, a.seed, a.sample_idx,
+           count(*) FILTER (WHERE NOT same_answer(a.status, b.status, a.is_correct, b.is_correct,
+                                                  a.answer_key, b.answer_key)) AS n_unequal
+    FROM ft a
+    JOIN ft b
+      ON a.model = b.model AND a.suite = b.suite AND a.task = b.task AND a.category = b.category
+     AND a.prompt_style = b.prompt_style AND a.family_id = b.family_id AND a.seed = b.seed
+     AND a.sample_idx = b.sample_idx
+     AND (a.variant_rank, a.variant) < (b.variant_rank, b.variant)
+    WHERE a.status <> 'error' AND b.status <> 'error'
     GROUP BY ALL
 ),
 units AS (

@@ -9,8 +9,14 @@
 -- (the unit lacks that variant, or the other model never answered that item) is kept with the
 -- missing side NULL, so paired_tests can count it as unpaired instead of losing it.
 CREATE OR REPLACE VIEW paired_outcomes AS
-WITH variant_sides AS (
-    SELECT DISTINCT model, suite, task, category, prompt_style, variant, variant_rank FROM family_trials
+-- family_trials is read by every part below; materialised once, not derived anew for each.
+WITH ft AS MATERIALIZED (
+    SELECT model, suite, task, category, prompt_style, family_id, seed, sample_idx, variant, variant_rank,
+           item_id, trial_id, status, is_correct
+    FROM family_trials
+),
+variant_sides AS (
+    SELECT DISTINCT model, suite, task, category, prompt_style, variant, variant_rank FROM ft
 ),
 variant_pairs AS (
     SELECT a.model, a.suite, a.task, a.category, a.prompt_style, a.variant AS side_a, b.variant AS side_b
@@ -19,10 +25,10 @@ variant_pairs AS (
     WHERE (a.variant_rank, a.variant) < (b.variant_rank, b.variant)
 ),
 variant_units AS (
-    SELECT DISTINCT model, suite, task, category, prompt_style, family_id, seed, sample_idx FROM family_trials
+    SELECT DISTINCT model, suite, task, category, prompt_style, family_id, seed, sample_idx FROM ft
 ),
 model_sides AS (
-    SELECT DISTINCT suite, task, category, prompt_style, model FROM family_trials
+    SELECT DISTINCT suite, task, category, prompt_style, model FROM ft
 ),
 model_side_pairs AS (
     SELECT a.suite, a.task, a.category, a.prompt_style, a.model AS side_a, b.model AS side_b
@@ -31,17 +37,17 @@ model_side_pairs AS (
     WHERE a.model < b.model
 ),
 model_trials AS (
-    SELECT DISTINCT suite, task, category, prompt_style, item_id, sample_idx FROM family_trials
+    SELECT DISTINCT suite, task, category, prompt_style, item_id, sample_idx FROM ft
 )
 SELECT 'variants' AS comparison, p.model, p.suite, p.task, p.category, p.prompt_style, p.side_a, p.side_b,
        a.status AS status_a, b.status AS status_b, a.is_correct AS correct_a, b.is_correct AS correct_b
 FROM variant_pairs p
 JOIN variant_units u USING (model, suite, task, category, prompt_style)
-LEFT JOIN family_trials a
+LEFT JOIN ft a
   ON a.model = u.model AND a.suite = u.suite AND a.task = u.task AND a.category = u.category
  AND a.prompt_style = u.prompt_style AND a.family_id = u.family_id AND a.seed = u.seed
  AND a.sample_idx = u.sample_idx AND a.variant = p.side_a
-LEFT JOIN family_trials b
+LEFT JOIN ft b
   ON b.model = u.model AND b.suite = u.suite AND b.task = u.task AND b.category = u.category
  AND b.prompt_style = u.prompt_style AND b.family_id = u.family_id AND b.seed = u.seed
  AND b.sample_idx = u.sample_idx AND b.variant = p.side_b
@@ -51,10 +57,10 @@ SELECT 'models', NULL, p.suite, p.task, p.category, p.prompt_style, p.side_a, p.
        a.status, b.status, a.is_correct, b.is_correct
 FROM model_side_pairs p
 JOIN model_trials t USING (suite, task, category, prompt_style)
-LEFT JOIN family_trials a
+LEFT JOIN ft a
   ON a.item_id = t.item_id AND a.sample_idx = t.sample_idx AND a.model = p.side_a
  AND a.suite = t.suite AND a.task = t.task AND a.category = t.category AND a.prompt_style = t.prompt_style
-LEFT JOIN family_trials b
+LEFT JOIN ft b
   ON b.item_id = t.item_id AND b.sample_idx = t.sample_idx AND b.model = p.side_b
  AND b.suite = t.suite AND b.task = t.task AND b.category = t.category AND b.prompt_style = t.prompt_style
 WHERE a.trial_id IS NOT NULL OR b.trial_id IS NOT NULL;
