@@ -7,7 +7,7 @@
 -- set V of size k (family_units_over: V = variant_list, else every variant present). Only
 -- complete units (a scored answer on every variant of V) count: invariance_at_k = share of them
 -- correct on all k variants; consistency_at_k = share whose k parsed answers are all the same
--- answer (family_answer_pairs: equal canonical answers, math symbolically; correct answers all
+-- answer (macro same_answer: equal canonical answers, math symbolically; correct answers all
 -- agree with the gold), known as soon as the scores are stored. Units are (family, seed,
 -- sample): repeats are pooled; n_families counts distinct families. n_excluded counts incomplete units (n_excluded_error of
 -- them because of an error). Trial counts (n_scored ...) are over complete units, n_error over
