@@ -87,7 +87,7 @@ def render(figures: list[dict], failures: dict[int, str], sections: dict[int, di
         meta = sections.get(number)
         if meta:
             timing = (f", load average {meta['load']:.1f} at the start, {meta['minutes']:.1f} min"
-                      if meta["load"] == meta["load"] else "")  # NaN: measured by a run that kept no timing
+                      if meta["load"] is not None else "")  # None: measured by a run that kept no timing
             lines += [f"Measured {meta['date']} on commit {meta['commit']}{timing} (`{meta['command']}`).", ""]
         if number in failures:
             lines += ["Not measured: the run failed.", "", "```", failures[number].strip()[-3000:], "```", ""]
@@ -128,8 +128,8 @@ def load(path: Path, scale: str) -> dict:
         return empty
     old["failures"] = {int(k): v for k, v in old.get("failures", {}).items()}
     if "sections" not in old:  # written by a whole run before sections existed: its header says when
-        meta = {"date": header.get("date", "?"), "commit": header.get("commit", "?"), "load": float("nan"),
-                "minutes": float("nan"), "command": header.get("command", "?")}
+        meta = {"date": header.get("date", "?"), "commit": header.get("commit", "?"), "load": None,
+                "minutes": None, "command": header.get("command", "?")}
         old["sections"] = {f["number"]: meta for f in old.get("figures", [])} | dict.fromkeys(old["failures"], meta)
     old["sections"] = {int(k): v for k, v in old["sections"].items()}
     return {**empty, **old}
