@@ -56,8 +56,9 @@ class Figure:
     cpu: list[float] = field(default_factory=list)
 
     @property
-    def median(self) -> float:
-        return statistics.median(self.values) if self.values else float("nan")
+    def median(self) -> float | None:
+        """The median of the runs; None when no run completed (JSON has no NaN)."""
+        return statistics.median(self.values) if self.values else None
 
     @property
     def met(self) -> bool | None:
@@ -240,9 +241,10 @@ def sweep_config(path: Path, warehouse: Path, n_items: int, model: dict[str, Any
     })
 
 
-def fmt(value: float) -> str:
-    """A figure value with 3 significant digits (integers above 1000 unabbreviated)."""
-    if value != value:  # NaN
+def fmt(value: float | None) -> str:
+    """A figure value with 3 significant digits (integers above 1000 unabbreviated); a dash for
+    none (a figure whose every run failed) or NaN."""
+    if value is None or value != value:
         return "–"
     if abs(value) >= 1000:
         return f"{value:,.0f}"

@@ -140,7 +140,7 @@ def store(out: Path, record: dict, header: dict[str, str]) -> None:
     record["header"] = header
     for path, text in ((out, render(record["figures"], record["failures"], record["sections"],
                                     record["hot_paths"], header)),
-                       (out.with_suffix(".json"), json.dumps(record, indent=1, default=str))):
+                       (out.with_suffix(".json"), json.dumps(record, indent=1, default=str, allow_nan=False))):
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
