@@ -66,7 +66,9 @@ def machine() -> str:
 def commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout
+        # The results files this harness rewrites as it goes are not a change to what it measures.
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)bench/results*"], cwd=ROOT, capture_output=True, text=True).stdout
         return out.stdout.strip() + (" (with uncommitted changes)" if dirty.strip() else "")
     except OSError:
         return "unknown"
