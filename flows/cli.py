@@ -150,7 +150,7 @@ def parse_date(option: str, value: str | None) -> dt.date | None:
     return None
 
 
-def _load(config: Optional[Path], overrides: dict[str, Any] | None = None, suites: bool = True):
+def _load(config: Optional[Path], overrides: dict[str, Any] | None = None, suites: bool | set[str] = True):
     # suites=False for the commands that only read the warehouse (see load_config)
     try:
         return load_config(config, overrides, suites=suites)
@@ -251,7 +251,7 @@ def generate(
 
     if out.suffix not in (".parquet", ".jsonl"):
         fail(f"--out {out}: the file must end in .parquet or .jsonl")
-    cfg = _load(config)
+    cfg = _load(config, suites={suite})  # the other configured suites' generators are not needed
     try:
         names = [task] if task else (cfg.suites[suite].tasks if suite in cfg.suites and cfg.suites[suite].tasks
                                      else list(suite_tasks(suite)))

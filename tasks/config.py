@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, Collection, Literal, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -170,9 +170,12 @@ class Config(_Strict):
     @field_validator("suites")
     @classmethod
     def _known_suites(cls, suites: dict[str, SuiteConfig], info: ValidationInfo) -> dict[str, SuiteConfig]:
-        if info.context and not info.context.get("suites", True):
+        checked = info.context.get("suites", True) if info.context else True
+        if not checked:
             return suites  # load_config(suites=False): a command that never generates
         for name, suite in suites.items():
+            if checked is not True and name not in checked:
+                continue  # load_config(suites={...}): a command that generates only those
             try:
                 known = suite_tasks(name)
             except GeneratorError as exc:
@@ -325,14 +328,15 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None,
-                suites: bool = True) -> Config:
+                suites: bool | Collection[str] = True) -> Config:
     """Read and validate a configuration.
 
     ``path`` None means ``./invarbench.toml`` when it exists, else the defaults. ``overrides``
     (from CLI flags) are merged over the file, key by key. Every model named in
     ``sweep.models`` must be known. ``suites=False`` leaves the suites' task names and
     parameters unchecked, for commands that only read the warehouse: checking them imports every
-    configured suite's generators (sympy for geometry).
+    configured suite's generators (sympy for geometry); a collection of suite names checks only
+    those, for a command that generates only them.
     """
     data: dict[str, Any] = {}
     if path is None and Path(DEFAULT_CONFIG_FILE).exists():

@@ -110,6 +110,27 @@ def test_reading_commands_load_the_configuration_without_the_suites_generators(t
     assert result.stdout.strip() == "False"
 
 
+def test_generate_checks_only_the_suite_it_generates(tmp_path):
+    """`invarbench generate --suite symmetry` neither fails on nor imports another configured
+    suite (geometry's sympy); generating the misconfigured suite still fails, naming the task."""
+    config = tmp_path / "geo.toml"
+    config.write_text('[suites.symmetry]\npreset = "smoke"\ntasks = ["closure"]\n\n'
+                      '[suites.geometry]\ntasks = ["lenght"]\n')
+    out = tmp_path / "items.jsonl"
+    script = ("import sys, runpy; sys.argv = ['invarbench'] + sys.argv[1:]\n"
+              "try:\n    runpy.run_module('flows.cli', run_name='__main__')\n"
+              "finally:\n    print('sympy loaded:', 'sympy' in sys.modules)")
+    ok = subprocess.run([sys.executable, "-c", script, "generate", "--suite", "symmetry", "--config", str(config),
+                         "--out", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "sympy loaded: False" in ok.stdout
+    assert out.read_text(encoding="utf-8").count("\n") > 0
+    bad = subprocess.run([sys.executable, "-m", "flows.cli", "generate", "--suite", "geometry", "--config",
+                          str(config), "--out", str(tmp_path / "geo.jsonl")], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode != 0 and "unknown task 'lenght'" in bad.stdout + bad.stderr
+    assert not (tmp_path / "geo.jsonl").exists()
+
+
 def test_surface_features_count_what_they_say():
     f = surface_features("In triangle ABC, AB = 3.5 and BC = 4; find AC.")
     assert f.n_chars == 46 and f.n_words == 12
