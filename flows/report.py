@@ -330,11 +330,12 @@ def outcome_bars(frame: pl.DataFrame) -> plt.Figure | None:
 # The marts the report reads share intermediate views, and DuckDB derives a view again in every
 # query that reads it: trial_scores sits under every metric, family_trials under the flip
 # patterns, invariance and McNemar tests, paired_tests under both McNemar tables. At a million
-# scored responses that repetition was most of the report's time (bench/PROFILE.md). So the report's own connection takes each of them once, in this order
-# (each reads the ones before), as a temporary table of the same name: DuckDB looks names up in
-# the temporary schema first, so every view above reads the snapshot. The definitions stay the
-# views' own, and every table of one report sees the same state of the lake even while a sweep
-# writes. The connection is the report's alone and is closed after load().
+# scored responses that repetition was most of the report's time (bench/PROFILE.md). So the
+# report's own connection takes each of them once, in this order (each reads the ones before), as
+# a temporary table of the same name: DuckDB looks names up in the temporary schema first, so
+# every view above reads the snapshot. The definitions stay the views' own, and every table of
+# one report sees the same state of the lake even while a sweep writes. The connection is the
+# report's alone and is closed after load().
 SNAPSHOT = ("items", "trial_scores", "family_trials", "paired_tests")
 
 

@@ -186,11 +186,8 @@ def compact_written(lake: str, final: bool = True) -> CompactStats:
         stats = compact_files(lake, paths)
     except Exception:  # noqa: BLE001 - see above: the run's data is stored whatever happens here
         log.warning("compaction of %d file(s) in %s failed; they stay as they are", len(paths), lake, exc_info=True)
-        if not final:  # the kept files this merge did not touch still join the run's final one
-            with _KEPT_LOCK:
-                _KEPT.setdefault(lake, []).extend(kept)
-        return CompactStats()
-    if not final:
+        stats = CompactStats()
+    if not final:  # set aside for the run's final merge, with the kept files a failed merge did not touch
         with _KEPT_LOCK:
             _KEPT.setdefault(lake, []).extend(kept + stats.files)
     if stats.written:

@@ -170,12 +170,10 @@ class Config(_Strict):
     @field_validator("suites")
     @classmethod
     def _known_suites(cls, suites: dict[str, SuiteConfig], info: ValidationInfo) -> dict[str, SuiteConfig]:
-        checked = info.context.get("suites", True) if info.context else True
-        if not checked:
-            return suites  # load_config(suites=False): a command that never generates
+        only = info.context.get("suites") if info.context else None  # None: every suite
         for name, suite in suites.items():
-            if checked is not True and name not in checked:
-                continue  # load_config(suites={...}): a command that generates only those
+            if only is not None and name not in only:
+                continue  # load_config(suites=...): a command that generates none or only some
             try:
                 known = suite_tasks(name)
             except GeneratorError as exc:
@@ -351,7 +349,8 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     data = _merge(data, overrides or {})
     try:
-        cfg = Config.model_validate(data, context={"suites": suites})
+        only = None if suites is True else frozenset(suites or ())
+        cfg = Config.model_validate(data, context={"suites": only})
     except ValidationError as exc:
         raise ConfigError(_format_validation(exc)) from None
     for name in cfg.sweep.models:

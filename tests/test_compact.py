@@ -95,6 +95,34 @@ def test_units_of_a_run_merge_their_files_as_they_end_and_the_run_merges_the_uni
     assert compact._KEPT.get(str(lake), []) == []  # nothing kept aside after the run's end
 
 
+def test_a_unit_merge_that_fails_leaves_the_earlier_units_files_to_the_runs_final_merge(lake, monkeypatch):
+    run = lifecycle.Run(str(lake), "r1", "sweep", config="{}", models="[]", heartbeat_s=3600)
+    run.start()
+    folder = today_folder(lake, "responses")
+    for unit in range(2):  # two units, each merged into one file kept aside for the run's end
+        write_rows(str(lake), "responses", [response(2 * unit), response(2 * unit + 1)])
+        compact.compact_written(str(lake), final=False)
+    kept = set(compact._KEPT[str(lake)])
+    assert len(kept) >= 2
+
+    def refuse(lake_, paths):
+        raise OSError("disk full")
+
+    write_rows(str(lake), "responses", [response(10), response(11)])
+    with monkeypatch.context() as m:
+        m.setattr(compact, "compact_files", refuse)
+        assert compact.compact_written(str(lake), final=False).written == 0  # logged, not raised
+    assert kept <= set(compact._KEPT[str(lake)])  # still set aside for the final merge
+    run.finish()
+
+    names = files(folder)
+    assert sum(n.startswith("merged-") for n in names) == 1, names
+    replaced = set(pq.read_schema(folder / next(n for n in names if n.startswith("merged-")))
+                   .metadata[REPLACES_KEY].decode().split("\n"))
+    assert {Path(k).name for k in kept if "/responses/" in k} <= replaced
+    assert response_ids(str(lake)) == sorted(f"resp-{i}" for i in (0, 1, 2, 3, 10, 11))
+
+
 def test_a_compaction_killed_before_it_deleted_the_small_files_shows_each_row_once(lake, monkeypatch):
     for i in range(6):
         write_rows(str(lake), "responses", [response(i)])
