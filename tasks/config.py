@@ -28,6 +28,14 @@ class LakeError(ConfigError):
     """The lake cannot be used: an unreachable endpoint, a missing bucket, wrong credentials."""
 
 
+def _listed_once(names: Optional[list[str]]) -> Optional[list[str]]:
+    """Reject a name listed twice: it would run (and store) the same work twice under one id."""
+    repeated = sorted({n for n in names or [] if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"listed more than once: {', '.join(repeated)}")
+    return names
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -93,6 +101,8 @@ class SuiteConfig(_Strict):
                                        "suite, an empty list none")
     params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
+    _tasks_once = field_validator("tasks")(_listed_once)
+
 
 class WarehouseConfig(_Strict):
     """Where data lives: the lake (Parquet) and the catalog (DuckDB views only)."""
@@ -156,6 +166,8 @@ class SweepConfig(_Strict):
                                  "unless renewed (a sweep renews its own every third of it)")
     claim_settle_s: float = Field(1.0, ge=0, description="pause between writing claims and re-reading them, "
                                   "so two sweeps claiming at once agree on one winner")
+
+    _models_once = field_validator("models", "datasets")(_listed_once)
 
 
 class Config(_Strict):

@@ -131,6 +131,24 @@ def test_generate_checks_only_the_suite_it_generates(tmp_path):
     assert not (tmp_path / "geo.jsonl").exists()
 
 
+def test_a_name_listed_twice_is_a_configuration_error(tmp_path):
+    """A task, model or dataset listed twice would generate (and store) the same items twice;
+    the configuration is rejected naming the key and the name, and `generate` writes nothing."""
+    config = tmp_path / "twice.toml"
+    config.write_text('[suites.symmetry]\npreset = "smoke"\ntasks = ["closure", "identity", "closure"]\n')
+    with pytest.raises(ConfigError, match=r"suites.symmetry.tasks: listed more than once: closure"):
+        load_config(config)
+    with pytest.raises(ConfigError, match=r"sweep.models: listed more than once: local/smollm2"):
+        load_config(None, {"sweep": {"models": ["local/smollm2", "local/gemma3-270m", "local/smollm2"]}})
+    with pytest.raises(ConfigError, match=r"sweep.datasets: listed more than once: d1"):
+        load_config(None, {"sweep": {"datasets": ["d1", "d1"]}})
+    out = tmp_path / "items.jsonl"
+    bad = subprocess.run([sys.executable, "-m", "flows.cli", "generate", "--suite", "symmetry", "--config",
+                          str(config), "--out", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode == 2 and "listed more than once: closure" in bad.stdout + bad.stderr
+    assert not out.exists()
+
+
 def test_surface_features_count_what_they_say():
     f = surface_features("In triangle ABC, AB = 3.5 and BC = 4; find AC.")
     assert f.n_chars == 46 and f.n_words == 12
