@@ -183,6 +183,55 @@ def run(cmd: Sequence[str], workdir: Path, *, timeout: float = 7200, extra_env: 
                tree_rss_mb=max(peak_tree, usage.ru_maxrss / 1024))
 
 
+# What a figure measures: a commit that changes none of these leaves its earlier runs valid.
+CODE_PATHS = ["flows", "tasks", "sql", "bench/*.py", "pyproject.toml", "constraints.txt"]
+
+
+def code_version(root: Path = ROOT) -> str | None:
+    """The last commit that changed the measured code; None when that code has uncommitted changes
+    (or no git), so that nothing measured on it is ever resumed."""
+    try:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS],
+                               cwd=root, capture_output=True, text=True, check=True).stdout
+        last = subprocess.run(["git", "log", "-1", "--format=%H", "--", *CODE_PATHS],
+                              cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return last if last and not dirty.strip() else None
+
+
+class Journal:
+    """The runs of a long figure measured so far, in a JSON file beside its work, so that a harness
+    stopped midway (the 200,000-item sweeps of figure 2 take hours) resumes with the run it was in.
+
+    Entries count only for the code and scale they were measured on (``key``); a journal of other
+    code starts empty, and a ``key`` of None (uncommitted code) keeps nothing across harness runs.
+    """
+
+    def __init__(self, path: Path, key: str | None):
+        self.path, self.key = path, key
+        stored: dict[str, Any] = {}
+        if key is not None and path.exists():
+            try:
+                stored = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                stored = {}  # a journal cut short by a kill mid-write: measure again
+        self.runs: dict[str, dict[str, Any]] = stored.get("runs", {}) if stored.get("key") == key else {}
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        """The stored values of run ``name``, or None when it has still to be measured."""
+        return self.runs.get(name)
+
+    def put(self, name: str, values: dict[str, Any]) -> None:
+        """Record run ``name``; the file is replaced whole, so a kill leaves the old or the new one."""
+        self.runs[name] = values
+        if self.key is None:
+            return
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"key": self.key, "runs": self.runs}, indent=1), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
 def last_json(text: str) -> dict[str, Any]:
     """The last line of ``text`` that is a JSON object (how bench scripts report to the harness)."""
     for line in reversed(text.strip().splitlines()):

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, Figure, Scale, bench_script, cli, last_json, run, sweep_config, write_config
+from bench.common import (ROOT, Figure, Journal, Scale, bench_script, cli, code_version, last_json, run,
+                          sweep_config, write_config)
 from bench.views import METRIC_VIEWS
 
 SERVER_LATENCY_S = 0.05
@@ -55,6 +56,14 @@ def _items_of(stdout: str, default: int) -> int:
 def _generate_prompts(ctx: Context, config: Path, out: Path) -> Path:
     run(cli("generate", "--suite", "lissard", "--config", str(config), "--out", str(out)), ctx.workdir).check("generate")
     return out
+
+
+def _link_parquet(src: str, dst: str) -> None:
+    """Copy one warehouse file: a hard link for lake files (never changed once written), a copy else."""
+    if src.endswith(".parquet"):
+        os.link(src, dst)
+    else:
+        shutil.copy2(src, dst)
 
 
 def _hardlink_copy(src: Path, dst: Path, config: Path | None = None) -> Path:
@@ -149,30 +158,56 @@ def fig1_call_throughput(ctx: Context) -> list[Figure]:
 
 def fig2_3_overhead(ctx: Context) -> list[Figure]:
     sizes = [ctx.scale.n(20_000, minimum=100), ctx.scale.n(200_000, minimum=1000)]
-    base = ctx.dir("fig2", fresh=True)
+    small, large = sizes
+    base = ctx.dir("fig2")
+    # Three rounds of a 20,000-, a 200,000-item and a cached sweep take hours: each run is
+    # journaled when it ends, and `--only 2` on the same code goes on with the first run missing.
+    version = code_version()
+    journal = Journal(base / "journal.json", f"{version} {ctx.scale.name}" if version else None)
+    if journal.runs:
+        ctx.log(f"  fig2: going on with the {len(journal.runs)} run(s) measured on this code before")
     model = {"model": "benchzero/echo", "concurrency": CONCURRENCY, "retries": 0}
+
+    def measure(name: str, config: Path) -> dict[str, Any]:
+        done = journal.get(name)
+        if done is None:
+            r = run(bench_script("zero_provider.py", "sweep", "--config", str(config)), ctx.workdir).check(name)
+            done = {"seconds": r.seconds, "cpu_s": r.cpu_s, "tree_rss_mb": r.tree_rss_mb,
+                    "items": _items_of(r.stdout, 0)}
+            journal.put(name, done)
+        ctx.log(f"  {name}: {done['items']} items in {done['seconds']:.1f} s, peak {done['tree_rss_mb']:.0f} MB")
+        return done
+
     walls: dict[int, list[float]] = {n: [] for n in sizes}
     cpus: dict[int, list[float]] = {n: [] for n in sizes}
     items: dict[int, int] = {}
     cached: list[float] = []
     cached_cpu: list[float] = []
     for rep in range(ctx.repeats):
+        cached_name = f"fig3 rep {rep}: cached sweep"
         for n in sizes:
-            config = sweep_config(base / f"bench-{n}-{rep}.toml", base / f"wh-{n}-{rep}", n, model)
-            r = run(bench_script("zero_provider.py", "sweep", "--config", str(config)), ctx.workdir).check("sweep")
-            walls[n].append(r.seconds)
-            cpus[n].append(r.cpu_s)
-            items[n] = _items_of(r.stdout, n)
-            ctx.memory.setdefault(f"sweep of {items[n]} items (zero latency)", []).append(r.tree_rss_mb)
-            ctx.log(f"  fig2 rep {rep}: {items[n]} items in {r.seconds:.1f} s, peak {r.tree_rss_mb:.0f} MB")
-        r = run(bench_script("zero_provider.py", "sweep", "--config", str(config)), ctx.workdir).check("cached sweep")
-        cached.append(r.seconds)
-        cached_cpu.append(r.cpu_s)
-        ctx.memory.setdefault(f"sweep of {items[sizes[-1]]} items, all from the ledger", []).append(r.tree_rss_mb)
-        ctx.log(f"  fig3 rep {rep}: cached sweep {r.seconds:.1f} s")
-        for n in sizes:
-            shutil.rmtree(base / f"wh-{n}-{rep}", ignore_errors=True)
-    small, large = sizes
+            name, wh = f"fig2 rep {rep}: sweep of {n}", base / f"wh-{n}-{rep}"
+            config = sweep_config(base / f"bench-{n}-{rep}.toml", wh, n, model)
+            if n == large and journal.get(cached_name) is None and not wh.exists():
+                journal.runs.pop(name, None)  # its warehouse, which the cached sweep needs, is gone
+            if journal.get(name) is None:
+                shutil.rmtree(wh, ignore_errors=True)  # a stopped run's ledger would answer this one
+            done = measure(name, config)
+            walls[n].append(done["seconds"])
+            cpus[n].append(done["cpu_s"])
+            items[n] = done["items"] or n
+            ctx.memory.setdefault(f"sweep of {items[n]} items (zero latency)", []).append(done["tree_rss_mb"])
+        again = base / f"wh-{large}-{rep}-again"
+        if journal.get(cached_name) is None:
+            # On a copy, so that a stopped cached sweep leaves the cold one's warehouse as it was.
+            shutil.rmtree(again, ignore_errors=True)
+            shutil.copytree(base / f"wh-{large}-{rep}", again, copy_function=_link_parquet)
+        done = measure(cached_name, sweep_config(base / f"bench-{large}-{rep}-again.toml", again, large, model))
+        cached.append(done["seconds"])
+        cached_cpu.append(done["cpu_s"])
+        ctx.memory.setdefault(f"sweep of {items[large]} items, all from the ledger", []).append(done["tree_rss_mb"])
+        for wh in [again, *(base / f"wh-{n}-{rep}" for n in sizes)]:
+            shutil.rmtree(wh, ignore_errors=True)
     n_small, n_large = items[small], items[large]
     per_item_ms = [1000 * (b - a) / (n_large - n_small) for a, b in zip(walls[small], walls[large])]
     per_item_cpu_ms = [1000 * (b - a) / (n_large - n_small) for a, b in zip(cpus[small], cpus[large])]
@@ -181,10 +216,14 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
     prompts = _generate_prompts(ctx, config, base / "prompts.jsonl")
     n_bare = min(n_large, ctx.scale.n(20_000, minimum=200))
     litellm_ms = []
-    for _ in range(ctx.repeats):
-        r = run(bench_script("bare_loop.py", "--prompts", str(prompts), "--n", str(n_bare), "--concurrency",
-                             str(CONCURRENCY), "--zero"), ctx.workdir).check("bare loop")
-        litellm_ms.append(last_json(r.stdout)["ms_per_call"])
+    for rep in range(ctx.repeats):
+        done = journal.get(f"fig2 rep {rep}: bare loop")
+        if done is None:
+            r = run(bench_script("bare_loop.py", "--prompts", str(prompts), "--n", str(n_bare), "--concurrency",
+                                 str(CONCURRENCY), "--zero"), ctx.workdir).check("bare loop")
+            done = {"ms_per_call": last_json(r.stdout)["ms_per_call"]}
+            journal.put(f"fig2 rep {rep}: bare loop", done)
+        litellm_ms.append(done["ms_per_call"])
     lit = statistics.median(litellm_ms)
     pipeline_ms = [p - lit for p in per_item_ms]
     after_startup = [c - f for c, f in zip(cached, fixed)]

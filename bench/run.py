@@ -9,7 +9,10 @@ measurements, never test assertions. Results go to ``bench/results.md`` (``resul
 the small scale) with the command, the machine and each figure's target, and to a JSON file
 beside it. Both are rewritten as each figure finishes, and a figure measured earlier at the same
 scale is kept until it is measured again (each section says when, on which commit, at what
-load): a stopped run loses only the figure it was in, and ``--only`` completes the file. Work files (warehouses, prompts) stay under ``--workdir`` (default
+load): a stopped run loses only the figure it was in, and ``--only`` completes the file. Figures
+2-3 (hours at full scale) lose less: each sweep is journaled when it ends, and ``--only 2`` on
+code with no change since (see ``bench.common.code_version``) goes on from the first run
+missing. Work files (warehouses, prompts, that journal) stay under ``--workdir`` (default
 ``bench/work/<scale>``, ignored by git) and the large warehouses are reused between runs.
 See bench/README.md for what each figure runs.
 """

@@ -9,13 +9,14 @@ not re-measure.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import Figure  # noqa: E402
+from bench.common import Figure, Journal, code_version  # noqa: E402
 from bench.run import as_dicts, load, store  # noqa: E402
 
 
@@ -50,3 +51,41 @@ def test_a_figure_without_runs_round_trips_as_valid_json(tmp_path):
     assert "| 1000000 rows: invariance | 5 | s | 5, 4, 6 | < 1 | **not met** |" in text
     assert "| invarbench --help | 0.55 | s |" in text
     _strict_json(out.with_suffix(".json").read_text(encoding="utf-8"))
+
+
+def test_the_journal_of_a_long_figure_resumes_only_on_the_code_it_was_measured_on(tmp_path):
+    """Figures 2-3 take hours: their runs are journaled so that a stopped harness goes on, but a
+    run measured on other code, or on uncommitted code, is never reused."""
+    path = tmp_path / "journal.json"
+    first = Journal(path, "abc full")
+    first.put("fig2 rep 0: sweep of 20000", {"seconds": 300.5, "items": 19980})
+    assert Journal(path, "abc full").get("fig2 rep 0: sweep of 20000") == {"seconds": 300.5, "items": 19980}
+    assert Journal(path, "abc small").runs == {} and Journal(path, "def full").runs == {}
+    assert Journal(path, None).runs == {}
+    Journal(path, None).put("fig2 rep 1: sweep of 20000", {"seconds": 1.0})  # kept in memory only
+    assert "fig2 rep 1: sweep of 20000" not in Journal(path, "abc full").runs
+    path.write_text('{"key": "abc full", "runs": {"fig2 rep 0', encoding="utf-8")  # killed mid-write
+    assert Journal(path, "abc full").runs == {}
+
+
+def test_the_code_version_changes_with_the_measured_code_only(tmp_path):
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "call.py").write_text("x = 1\n")
+    (tmp_path / "README.md").write_text("one\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "code")
+    measured = git("rev-parse", "HEAD")
+    assert code_version(tmp_path) == measured
+    (tmp_path / "README.md").write_text("two\n")
+    assert code_version(tmp_path) == measured  # documentation is not what a figure measures
+    git("commit", "-q", "-am", "docs")
+    assert code_version(tmp_path) == measured
+    (tmp_path / "tasks" / "call.py").write_text("x = 2\n")
+    assert code_version(tmp_path) is None  # uncommitted code: nothing measured on it is resumed
+    git("commit", "-q", "-am", "code again")
+    assert code_version(tmp_path) == git("rev-parse", "HEAD") != measured
