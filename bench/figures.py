@@ -172,8 +172,9 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
         done = journal.get(name)
         if done is None:
             r = run(bench_script("zero_provider.py", "sweep", "--config", str(config)), ctx.workdir).check(name)
+            sent = re.search(r"requests:\s+(\d+)\s+sent", r.stdout)
             done = {"seconds": r.seconds, "cpu_s": r.cpu_s, "tree_rss_mb": r.tree_rss_mb,
-                    "items": _items_of(r.stdout, 0)}
+                    "items": _items_of(r.stdout, 0), "sent": int(sent.group(1)) if sent else None}
             journal.put(name, done)
         ctx.log(f"  {name}: {done['items']} items in {done['seconds']:.1f} s, peak {done['tree_rss_mb']:.0f} MB")
         return done
@@ -203,6 +204,8 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
             shutil.rmtree(again, ignore_errors=True)
             shutil.copytree(base / f"wh-{large}-{rep}", again, copy_function=_link_parquet)
         done = measure(cached_name, sweep_config(base / f"bench-{large}-{rep}-again.toml", again, large, model))
+        if done["sent"] != 0:  # then figure 3 would time calls, not ledger hits
+            raise RuntimeError(f"{cached_name}: {done['sent']} request(s) sent, not every answer from the ledger")
         cached.append(done["seconds"])
         cached_cpu.append(done["cpu_s"])
         ctx.memory.setdefault(f"sweep of {items[large]} items, all from the ledger", []).append(done["tree_rss_mb"])
