@@ -64,6 +64,11 @@ def test_the_journal_of_a_long_figure_resumes_only_on_the_code_it_was_measured_o
     assert Journal(path, None).runs == {}
     Journal(path, None).put("fig2 rep 1: sweep of 20000", {"seconds": 1.0})  # kept in memory only
     assert "fig2 rep 1: sweep of 20000" not in Journal(path, "abc full").runs
+    measured = []
+    again = Journal(path, "abc full").once("fig2 rep 0: sweep of 20000", lambda: measured.append(1) or {})
+    assert again == {"seconds": 300.5, "items": 19980} and measured == []  # journaled: not measured again
+    assert Journal(path, "abc full").once("fig2 rep 0: bare loop", lambda: {"ms_per_call": 5.5}) == {"ms_per_call": 5.5}
+    assert Journal(path, "abc full").get("fig2 rep 0: bare loop") == {"ms_per_call": 5.5}
     path.write_text('{"key": "abc full", "runs": {"fig2 rep 0', encoding="utf-8")  # killed mid-write
     assert Journal(path, "abc full").runs == {}
 
