@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -221,6 +221,18 @@ class Journal:
     def get(self, name: str) -> dict[str, Any] | None:
         """The stored values of run ``name``, or None when it has still to be measured."""
         return self.runs.get(name)
+
+    def once(self, name: str, measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The stored values of run ``name``; when there are none, ``measure()``'s, journaled first."""
+        done = self.runs.get(name)
+        if done is None:
+            done = measure()
+            self.put(name, done)
+        return done
+
+    def forget(self, name: str) -> None:
+        """Measure run ``name`` again (what a later run needs of it is gone)."""
+        self.runs.pop(name, None)
 
     def put(self, name: str, values: dict[str, Any]) -> None:
         """Record run ``name``; the file is replaced whole, so a kill leaves the old or the new one."""

@@ -168,14 +168,19 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
         ctx.log(f"  fig2: going on with the {len(journal.runs)} run(s) measured on this code before")
     model = {"model": "benchzero/echo", "concurrency": CONCURRENCY, "retries": 0}
 
-    def measure(name: str, config: Path) -> dict[str, Any]:
-        done = journal.get(name)
-        if done is None:
-            r = run(bench_script("zero_provider.py", "sweep", "--config", str(config)), ctx.workdir).check(name)
-            sent = re.search(r"requests:\s+(\d+)\s+sent", r.stdout)
-            done = {"seconds": r.seconds, "cpu_s": r.cpu_s, "tree_rss_mb": r.tree_rss_mb,
-                    "items": _items_of(r.stdout, 0), "sent": int(sent.group(1)) if sent else None}
-            journal.put(name, done)
+    def sweep(name: str, config: Path, wh: Path, copy_of: Path | None) -> dict[str, Any]:
+        # On a fresh warehouse (a stopped run's ledger would answer this one), or on a hard-linked
+        # copy, so that a stopped cached sweep leaves the cold one's warehouse as it was.
+        shutil.rmtree(wh, ignore_errors=True)
+        if copy_of is not None:
+            shutil.copytree(copy_of, wh, copy_function=_link_parquet)
+        r = run(bench_script("zero_provider.py", "sweep", "--config", str(config)), ctx.workdir).check(name)
+        sent = re.search(r"requests:\s+(\d+)\s+sent", r.stdout)
+        return {"seconds": r.seconds, "cpu_s": r.cpu_s, "tree_rss_mb": r.tree_rss_mb,
+                "items": _items_of(r.stdout, 0), "sent": int(sent.group(1)) if sent else None}
+
+    def measure(name: str, config: Path, wh: Path, copy_of: Path | None = None) -> dict[str, Any]:
+        done = journal.once(name, lambda: sweep(name, config, wh, copy_of))
         ctx.log(f"  {name}: {done['items']} items in {done['seconds']:.1f} s, peak {done['tree_rss_mb']:.0f} MB")
         return done
 
@@ -188,22 +193,16 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
         cached_name = f"fig3 rep {rep}: cached sweep"
         for n in sizes:
             name, wh = f"fig2 rep {rep}: sweep of {n}", base / f"wh-{n}-{rep}"
-            config = sweep_config(base / f"bench-{n}-{rep}.toml", wh, n, model)
             if n == large and journal.get(cached_name) is None and not wh.exists():
-                journal.runs.pop(name, None)  # its warehouse, which the cached sweep needs, is gone
-            if journal.get(name) is None:
-                shutil.rmtree(wh, ignore_errors=True)  # a stopped run's ledger would answer this one
-            done = measure(name, config)
+                journal.forget(name)  # its warehouse, which the cached sweep needs, is gone
+            done = measure(name, sweep_config(base / f"bench-{n}-{rep}.toml", wh, n, model), wh)
             walls[n].append(done["seconds"])
             cpus[n].append(done["cpu_s"])
             items[n] = done["items"] or n
             ctx.memory.setdefault(f"sweep of {items[n]} items (zero latency)", []).append(done["tree_rss_mb"])
         again = base / f"wh-{large}-{rep}-again"
-        if journal.get(cached_name) is None:
-            # On a copy, so that a stopped cached sweep leaves the cold one's warehouse as it was.
-            shutil.rmtree(again, ignore_errors=True)
-            shutil.copytree(base / f"wh-{large}-{rep}", again, copy_function=_link_parquet)
-        done = measure(cached_name, sweep_config(base / f"bench-{large}-{rep}-again.toml", again, large, model))
+        config = sweep_config(base / f"bench-{large}-{rep}-again.toml", again, large, model)
+        done = measure(cached_name, config, again, copy_of=base / f"wh-{large}-{rep}")
         if done["sent"] != 0:  # then figure 3 would time calls, not ledger hits
             raise RuntimeError(f"{cached_name}: {done['sent']} request(s) sent, not every answer from the ledger")
         cached.append(done["seconds"])
@@ -218,15 +217,13 @@ def fig2_3_overhead(ctx: Context) -> list[Figure]:
     ctx.fixed_s = fixed
     prompts = _generate_prompts(ctx, config, base / "prompts.jsonl")
     n_bare = min(n_large, ctx.scale.n(20_000, minimum=200))
-    litellm_ms = []
-    for rep in range(ctx.repeats):
-        done = journal.get(f"fig2 rep {rep}: bare loop")
-        if done is None:
-            r = run(bench_script("bare_loop.py", "--prompts", str(prompts), "--n", str(n_bare), "--concurrency",
-                                 str(CONCURRENCY), "--zero"), ctx.workdir).check("bare loop")
-            done = {"ms_per_call": last_json(r.stdout)["ms_per_call"]}
-            journal.put(f"fig2 rep {rep}: bare loop", done)
-        litellm_ms.append(done["ms_per_call"])
+
+    def bare_loop() -> dict[str, Any]:
+        r = run(bench_script("bare_loop.py", "--prompts", str(prompts), "--n", str(n_bare), "--concurrency",
+                             str(CONCURRENCY), "--zero"), ctx.workdir).check("bare loop")
+        return {"ms_per_call": last_json(r.stdout)["ms_per_call"]}
+
+    litellm_ms = [journal.once(f"fig2 rep {rep}: bare loop", bare_loop)["ms_per_call"] for rep in range(ctx.repeats)]
     lit = statistics.median(litellm_ms)
     pipeline_ms = [p - lit for p in per_item_ms]
     after_startup = [c - f for c, f in zip(cached, fixed)]

@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shlex
 import statistics
 import subprocess
@@ -77,9 +78,24 @@ def commit() -> str:
         return "unknown"
 
 
+_BOUND = re.compile(r"^\*\*What bounds figure (\d+)\*\*: ", re.MULTILINE)
+
+
+def bounds(profile: str) -> dict[int, str]:
+    """Each figure's "**What bounds figure N**: ..." paragraph of bench/PROFILE.md, joined to one line:
+    the profile says once what bounds a figure, and results.md quotes it under a missed target."""
+    out: dict[int, str] = {}
+    for m in _BOUND.finditer(profile):
+        paragraph = profile[m.end():].split("\n\n", 1)[0]
+        out[int(m.group(1))] = " ".join(paragraph.split())
+    return out
+
+
 def render(figures: list[dict], failures: dict[int, str], sections: dict[int, dict], hot: list[dict],
-           header: dict[str, str]) -> str:
-    """The markdown of bench/results.md, from the stored figures (see :func:`store`)."""
+           header: dict[str, str], bound: dict[int, str] | None = None) -> str:
+    """The markdown of bench/results.md, from the stored figures (see :func:`store`); ``bound``
+    (from :func:`bounds`) is said under each section with a missed target."""
+    bound = bound or {}
     lines = ["# Benchmark results", ""]
     lines += [f"- **{k}**: {v}" for k, v in header.items()]
     lines += ["", "Each value is the median of the runs listed (seconds unless stated); *met* compares the "
@@ -112,6 +128,9 @@ def render(figures: list[dict], failures: dict[int, str], sections: dict[int, di
             lines.append("")
             lines += [f"- command: `{c}`" for c in commands]
             lines += [f"- {n}" for n in notes]
+            if any(f["met"] is False for f in rows):
+                lines.append(f"- **what bounds it** (bench/PROFILE.md): "
+                             f"{bound.get(number, 'not profiled yet')}")
             lines.append("")
     if hot:
         lines += ["## Hot paths (supporting figures, one run each)", "", "| measure | value | unit | n |",
@@ -143,8 +162,10 @@ def load(path: Path, scale: str) -> dict:
 def store(out: Path, record: dict, header: dict[str, str]) -> None:
     """Write ``record`` as bench/results.md and .json; each file replaced whole (no half-written file)."""
     record["header"] = header
+    profile = BENCH / "PROFILE.md"
+    bound = bounds(profile.read_text(encoding="utf-8")) if profile.exists() else {}
     for path, text in ((out, render(record["figures"], record["failures"], record["sections"],
-                                    record["hot_paths"], header)),
+                                    record["hot_paths"], header, bound)),
                        (out.with_suffix(".json"), json.dumps(record, indent=1, default=str, allow_nan=False))):
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")

@@ -167,7 +167,7 @@ class SweepConfig(_Strict):
     claim_settle_s: float = Field(1.0, ge=0, description="pause between writing claims and re-reading them, "
                                   "so two sweeps claiming at once agree on one winner")
 
-    _models_once = field_validator("models", "datasets")(_listed_once)
+    _names_once = field_validator("models", "datasets")(_listed_once)
 
 
 class Config(_Strict):

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.common import Figure, Journal, code_version  # noqa: E402
-from bench.run import as_dicts, load, store  # noqa: E402
+from bench.run import as_dicts, bounds, load, render, store  # noqa: E402
 
 
 def _strict_json(text: str) -> dict:
@@ -64,6 +64,11 @@ def test_the_journal_of_a_long_figure_resumes_only_on_the_code_it_was_measured_o
     assert Journal(path, None).runs == {}
     Journal(path, None).put("fig2 rep 1: sweep of 20000", {"seconds": 1.0})  # kept in memory only
     assert "fig2 rep 1: sweep of 20000" not in Journal(path, "abc full").runs
+    measured = []
+    again = Journal(path, "abc full").once("fig2 rep 0: sweep of 20000", lambda: measured.append(1) or {})
+    assert again == {"seconds": 300.5, "items": 19980} and measured == []  # journaled: not measured again
+    assert Journal(path, "abc full").once("fig2 rep 0: bare loop", lambda: {"ms_per_call": 5.5}) == {"ms_per_call": 5.5}
+    assert Journal(path, "abc full").get("fig2 rep 0: bare loop") == {"ms_per_call": 5.5}
     path.write_text('{"key": "abc full", "runs": {"fig2 rep 0', encoding="utf-8")  # killed mid-write
     assert Journal(path, "abc full").runs == {}
 
@@ -89,3 +94,26 @@ def test_the_code_version_changes_with_the_measured_code_only(tmp_path):
     assert code_version(tmp_path) is None  # uncommitted code: nothing measured on it is resumed
     git("commit", "-q", "-am", "code again")
     assert code_version(tmp_path) == git("rev-parse", "HEAD") != measured
+
+
+def test_a_missed_target_is_rendered_with_what_bounds_it_from_the_profile():
+    profile = ("### Figure 4\n\n**What bounds figure 4**: start-up of\nPrefect and sympy.\n\nMore text.\n\n"
+               "**What bounds figure 5**: every query derives the views anew.\n")
+    assert bounds(profile) == {4: "start-up of Prefect and sympy.", 5: "every query derives the views anew."}
+    missed = Figure(4, "rescore of 1000000 responses", "s", [33.0, 34.0, 35.0], target="< 30", bound=("<", 30.0))
+    met = Figure(7, "invarbench --help", "s", [0.5, 0.6, 0.7], target="< 1.5", bound=("<", 1.5))
+    unprofiled = Figure(6, "report", "s", [29.0, 30.0, 31.0], target="< 10", bound=("<", 10.0))
+    text = render(as_dicts([missed, met, unprofiled]), {}, {}, [], {"command": "x"}, bounds(profile))
+    sections = {part.split("\n", 1)[0]: part for part in text.split("\n## ")[1:]}
+    assert "**what bounds it** (bench/PROFILE.md): start-up of Prefect and sympy." in sections["4. Re-scoring"]
+    assert "what bounds it" not in sections["7. CLI start"]
+    assert "**what bounds it** (bench/PROFILE.md): not profiled yet" in sections["6. Report"]
+
+
+def test_every_missed_target_of_the_committed_results_has_its_bound_in_the_profile():
+    """bench/results.md must say what bounds each missed target: bench/PROFILE.md has to hold a
+    'What bounds figure N' paragraph for every figure the committed results miss."""
+    record = json.loads((REPO / "bench" / "results.json").read_text(encoding="utf-8"))
+    missed = {f["number"] for f in record["figures"] if f["met"] is False}
+    profiled = bounds((REPO / "bench" / "PROFILE.md").read_text(encoding="utf-8"))
+    assert missed and missed <= set(profiled), f"no bound for figure(s) {sorted(missed - set(profiled))}"
