@@ -183,6 +183,12 @@ def run(cmd: Sequence[str], workdir: Path, *, timeout: float = 7200, extra_env: 
                tree_rss_mb=max(peak_tree, usage.ru_maxrss / 1024))
 
 
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (``timeout``, ``kill``, a cancelled CI job) end the harness as Ctrl-C does, by
+    raising, so that `run` stops the measured child's tree instead of leaving it running."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 # What a figure measures: a commit that changes none of these leaves its earlier runs valid.
 CODE_PATHS = ["flows", "tasks", "sql", "bench/*.py", "pyproject.toml", "constraints.txt"]
 

@@ -36,7 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BENCH, ROOT, SCALES, Figure, bench_script, fmt, last_json, run  # noqa: E402
+from bench.common import (BENCH, ROOT, SCALES, Figure, bench_script, fmt, last_json, run,  # noqa: E402
+                          stop_on_sigterm)
 from bench.figures import FIGURES, Context  # noqa: E402
 
 TITLES = {
@@ -186,6 +187,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="markdown results (default bench/results.md, "
                         "bench/results-small.md at the small scale)")
     args = parser.parse_args()
+    stop_on_sigterm()
     if args.repeats < 3:
         parser.error("--repeats: at least 3 (each figure is a median)")
     scale = SCALES[args.scale]

@@ -9,8 +9,10 @@ not re-measure.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -117,3 +119,38 @@ def test_every_missed_target_of_the_committed_results_has_its_bound_in_the_profi
     missed = {f["number"] for f in record["figures"] if f["met"] is False}
     profiled = bounds((REPO / "bench" / "PROFILE.md").read_text(encoding="utf-8"))
     assert missed and missed <= set(profiled), f"no bound for figure(s) {sorted(missed - set(profiled))}"
+
+
+def _running(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status  # a zombie has stopped; its reaper may be slow
+
+
+def test_a_terminated_harness_stops_the_run_it_measures(tmp_path):
+    # `timeout`, `kill` or a cancelled CI job send SIGTERM; the measured sweep runs in a session
+    # of its own, so without the harness passing the signal on it would go on running unseen.
+    pidfile = tmp_path / "child.pid"
+    child = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    script = tmp_path / "harness.py"
+    script.write_text("\n".join([
+        "import sys",
+        f"sys.path.insert(0, {str(REPO)!r})",
+        "from pathlib import Path",
+        "from bench.common import run, stop_on_sigterm",
+        "stop_on_sigterm()",
+        f"run([sys.executable, '-c', {child!r}], Path({str(tmp_path)!r}))",
+    ]))
+    harness = subprocess.Popen([sys.executable, str(script)])
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(pidfile.read_text())
+    harness.send_signal(signal.SIGTERM)
+    assert harness.wait(timeout=30) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(pid)
