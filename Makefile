@@ -54,7 +54,7 @@ test: install
 	$(PY) -m pytest -q -ra --durations=30
 
 # Every figure of bench/README.md into bench/results.md (about 5-6 hours on 2 cores);
-# BENCH_SCALE=small runs them all at 1/100 in a few minutes (bench/results-small.md).
+# BENCH_SCALE=small runs them all at 1/100 in about 20 minutes (bench/results-small.md).
 BENCH_SCALE ?= full
 bench: install
 	$(PY) bench/run.py --scale $(BENCH_SCALE)
