@@ -190,11 +190,16 @@ def main() -> None:
     stop_on_sigterm()
     if args.repeats < 3:
         parser.error("--repeats: at least 3 (each figure is a median)")
+    known = set(FIGURES) | {3}
+    named = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = [x for x in named if not (x.isdigit() and int(x) in known)]
+    if unknown:
+        parser.error(f"--only: no figure {', '.join(unknown)} (figures are {', '.join(map(str, sorted(known)))})")
     scale = SCALES[args.scale]
     workdir = (args.workdir or BENCH / "work" / scale.name).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     out = args.out or BENCH / ("results.md" if scale.name == "full" else f"results-{scale.name}.md")
-    wanted = {int(x) for x in args.only.split(",") if x.strip()} or set(FIGURES) | {3}
+    wanted = {int(x) for x in named} or known
     if 3 in wanted:
         wanted.add(2)
 

@@ -154,3 +154,12 @@ def test_a_terminated_harness_stops_the_run_it_measures(tmp_path):
     while _running(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _running(pid)
+
+
+def test_an_unknown_figure_is_refused_before_anything_is_written(tmp_path):
+    work = tmp_path / "work dir"
+    r = subprocess.run([sys.executable, str(REPO / "bench" / "run.py"), "--only", "2,12,two", "--workdir", str(work),
+                        "--out", str(tmp_path / "results.md")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "--only: no figure 12, two" in r.stderr
+    assert not work.exists() and not (tmp_path / "results.md").exists()
