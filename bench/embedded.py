@@ -1,11 +1,11 @@
 """Benchmark: what running an embedded model in its worker process costs, against in-process.
 
-The pipeline runs each embedded model in a worker process of its own (tasks/embedded.py), so
+The pipeline runs each embedded model in a worker process of its own (tasks/models/embedded.py), so
 that a crash in llama.cpp's native code cannot take the sweep down. This measures the price on
 the same prompts, greedy, in rounds, each prompt through every way back to back, so that the noise of a
 shared machine falls on all of them alike:
 
-- ``in-process``: a plain loop over llama-cpp-python in this process (``local_llm.generate``);
+- ``in-process``: a plain loop over llama-cpp-python in this process (``embedded_worker.generate``);
 - ``worker``: the same calls through the worker process (``embedded.Worker.generate``: a JSON
   line each way over a pipe);
 - ``litellm in-process``: litellm with a custom provider calling llama-cpp-python in this
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from tasks.environment import apply_defaults  # noqa: E402
 
 apply_defaults()  # offline environment defaults before litellm or Prefect load
-from tasks.store import now_utc  # noqa: E402
+from tasks.lake.store import now_utc  # noqa: E402
 
 PROMPTS = [
     "What is 1+1+1+1+1+1+1? Give the final answer as 'Answer: <number>'.",
@@ -59,11 +59,11 @@ def _litellm_in_process():
     from litellm.types.utils import ModelResponse
     from litellm.utils import custom_llm_setup
 
-    from tasks import local_llm
+    from tasks.models import embedded_worker
 
     class InProcess(CustomLLM):
         def completion(self, *args, **kwargs):
-            text, p, c = local_llm.generate(kwargs["model"].split("/", 1)[-1], kwargs["messages"],
+            text, p, c = embedded_worker.generate(kwargs["model"].split("/", 1)[-1], kwargs["messages"],
                                             dict(kwargs.get("optional_params") or {}))
             return ModelResponse(choices=[{"index": 0, "message": {"role": "assistant", "content": text}}],
                                  usage={"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c})
@@ -77,7 +77,7 @@ def ways(name: str, max_tokens: int) -> dict:
     """The ways of calling, each a function of one prompt returning its completion tokens."""
     import litellm
 
-    from tasks import embedded, local_llm
+    from tasks.models import embedded, embedded_worker
 
     embedded.register()
     _litellm_in_process()
@@ -91,7 +91,7 @@ def ways(name: str, max_tokens: int) -> dict:
         return call
 
     return {
-        "in-process": lambda p: local_llm.generate(name, [{"role": "user", "content": p}], params)[2],
+        "in-process": lambda p: embedded_worker.generate(name, [{"role": "user", "content": p}], params)[2],
         "worker": lambda p: worker.generate([{"role": "user", "content": p}], params)[2],
         "litellm in-process": via_litellm(f"inproc/{name}"),
         "litellm worker": via_litellm(f"local/{name}"),
@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     args = parser.parse_args()
 
-    from tasks import embedded
+    from tasks.models import embedded
 
     calls = ways(args.model, args.max_tokens)
     try:

@@ -1,6 +1,6 @@
 """A zero-latency model behind litellm, in the calling process: the pipeline-overhead figures.
 
-``ZeroLatency`` is a litellm custom provider (registered the way tasks/local_llm.py registers the
+``ZeroLatency`` is a litellm custom provider (registered the way tasks/models/embedded_worker.py registers the
 embedded models) that answers every request at once with a fixed Lissard-style answer, so what
 a sweep then measures is the pipeline and litellm, never a model. Run the CLI with it registered:
 

@@ -22,17 +22,22 @@ from typing import Any, Callable, Sequence
 
 from prefect import flow
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterState, FlowRunFilterStateType
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterId,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
+)
 from prefect.client.schemas.objects import TERMINAL_STATES, FlowRun, StateType
 from prefect.deployments import run_deployment
 
 from flows.stages import run_unit
-from tasks import embedded
-from tasks.call import CallStats
-from tasks.compact import compact_written
 from tasks.config import ConfigError, load_config
 from tasks.environment import apply_defaults
-from tasks.store import read
+from tasks.lake.compact import compact_written
+from tasks.lake.store import read
+from tasks.models import embedded
+from tasks.models.call import CallStats
 
 BATCH_DEPLOYMENT = "sweep-batch/batch"
 POLL_SECONDS = 2.0

@@ -19,12 +19,19 @@ from typing import Any, Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
-from tasks import progress
 from tasks.config import ConfigError, LakeError, load_config
 from tasks.environment import apply_defaults
+from tasks.runs import progress
 from tasks.suites.base import GeneratorError
 
 app = typer.Typer(help="invarbench: robustness of language models under answer-preserving transformations.",
@@ -101,7 +108,7 @@ class RichListener:
 
 @contextlib.contextmanager
 def progress_bars() -> Iterator[None]:
-    """Show the progress of long stages (tasks.progress) as bars on stderr while the block runs."""
+    """Show the progress of long stages (tasks.runs.progress) as bars on stderr while the block runs."""
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
     progress.set_listener(RichListener(bar))
@@ -193,10 +200,11 @@ def sweep(
         fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     server_up = start_prefect_server()
-    from flows.sweep import concurrency_rows, sweep as sweep_flow
-    from tasks.cost import BudgetExceeded
-    from tasks.embedded import EmbeddedModelCrashed
-    from tasks.validate import ValidationFailed, prepare_validation
+    from flows.sweep import concurrency_rows
+    from flows.sweep import sweep as sweep_flow
+    from tasks.items.validate import ValidationFailed, prepare_validation
+    from tasks.models.cost import BudgetExceeded
+    from tasks.models.embedded import EmbeddedModelCrashed
 
     prepare_validation()  # Great Expectations' import, while the server boots
     server_up()
@@ -246,7 +254,7 @@ def generate(
     out: Path = typer.Option(..., help="output file: .parquet or .jsonl"),
 ) -> None:
     """Write items to Parquet or JSONL without calling any model."""
-    from tasks.generate import generate_task, item_row
+    from tasks.items.generate import generate_task, item_row
     from tasks.suites import suite_tasks
 
     if out.suffix not in (".parquet", ".jsonl"):
@@ -294,8 +302,8 @@ def import_families(
         fail(f"{file}: no such file")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from flows.imports import import_families as import_flow
+    from tasks.items.validate import ValidationFailed
     from tasks.suites.geometry.imported import ImportFamiliesError
-    from tasks.validate import ValidationFailed
 
     try:
         summary = import_flow(str(file), [s.strip() for s in prompt_styles.split(",") if s.strip()],
@@ -317,7 +325,7 @@ def sql(
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
-    from tasks.store import open_catalog, query
+    from tasks.lake.store import open_catalog, query
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
@@ -359,7 +367,7 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help=
     Tokens and cost (USD) are what the run paid for (answers from the ledger cost nothing), in
     total and per model; a cost is empty when no response of the run has a price.
     """
-    from tasks.lifecycle import list_runs
+    from tasks.runs.lifecycle import list_runs
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
@@ -381,7 +389,7 @@ def compact(config: Optional[Path] = ConfigOpt,
     of killed processes, lakes written before compaction). Only day folders before yesterday are
     touched, where no run writes; run one at a time.
     """
-    from tasks.compact import compact_lake
+    from tasks.lake.compact import compact_lake
 
     day = parse_date("--before", before)
     cfg = _load(config, suites=False)
@@ -394,7 +402,7 @@ def compact(config: Optional[Path] = ConfigOpt,
 @app.command()
 def models(config: Optional[Path] = ConfigOpt) -> None:
     """List the known models: route, sampling, limits (API keys are named by variable, never shown)."""
-    from tasks.models import route_for
+    from tasks.models.routes import route_for
 
     cfg = _load(config, suites=False)
     rows = []
@@ -441,7 +449,7 @@ def report(
 ) -> None:
     """Compute the statistics (unless the stored ones are current), then write the HTML report
     (self-contained, offline) and a PNG per figure; print the HTML path."""
-    from flows.report import build_report
+    from tasks.report.html import build_report
 
     cfg = _load(config, suites=False)
     path = build_report(cfg, out, progress=lambda step: err.print(f"report: {step}", highlight=False),

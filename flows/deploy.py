@@ -6,7 +6,7 @@ is missing and updates what exists.
     python -m flows.deploy --config invarbench.toml
 
 1. the process work pool ``invarbench``;
-2. for each configured hosted model, its global concurrency limits (:mod:`tasks.limits`);
+2. for each configured hosted model, its global concurrency limits (:mod:`tasks.models.limits`);
 3. ``prefect deploy --all --prefect-file deploy/prefect.yaml``, with the configuration file and
    the schedule's timezone (``[prefect] timezone``) passed to the file's ``{{ $VAR }}`` templates.
 
@@ -30,7 +30,7 @@ from prefect.workers.process import ProcessWorker
 
 from tasks.config import Config, ConfigError, load_config
 from tasks.environment import apply_defaults
-from tasks.limits import LimitSpec, ensure_limits, limit_specs, shares_limits
+from tasks.models.limits import LimitSpec, ensure_limits, limit_specs, shares_limits
 
 REPO = Path(__file__).resolve().parent.parent
 PREFECT_FILE = REPO / "deploy" / "prefect.yaml"

@@ -2,7 +2,7 @@
 and ``import-families`` (a parallel geometry set stored as one dataset of families).
 
 Both are Prefect flows, so an import has a flow run (in the UI, and its id in ``runs``) and goes
-through the run lifecycle of every run (:mod:`tasks.lifecycle`): a run of kind ``import`` or
+through the run lifecycle of every run (:mod:`tasks.runs.lifecycle`): a run of kind ``import`` or
 ``import-families`` that ends ``completed`` or ``failed``, then the catalog rebuilt. A file that
 cannot be imported raises before the run starts (ImportRejected, ImportFamiliesError,
 ValidationFailed): nothing is written.
@@ -15,14 +15,14 @@ from typing import Any, Sequence
 
 from prefect import flow
 
-from tasks import lifecycle
 from tasks.config import load_config
 from tasks.environment import apply_defaults
-from tasks.generate import family_rows
 from tasks.imports import plan_import, run_config, store_import
+from tasks.items.generate import family_rows
+from tasks.items.validate import validate_items
+from tasks.lake.store import write_new_items
 from tasks.records import canonical_json
-from tasks.store import write_new_items
-from tasks.validate import validate_items
+from tasks.runs import lifecycle
 
 
 @flow(name="import-responses", log_prints=False)

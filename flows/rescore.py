@@ -15,13 +15,13 @@ from typing import Any, Sequence
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
-from tasks import lifecycle
 from tasks.config import load_config
 from tasks.environment import apply_defaults
+from tasks.lake.store import read
 from tasks.records import canonical_json
-from tasks.score import StageStats, parse_responses, score_trials
-from tasks.selection import Selection
-from tasks.store import read
+from tasks.runs import lifecycle
+from tasks.scoring.score import StageStats, parse_responses, score_trials
+from tasks.scoring.selection import Selection
 
 
 @task(name="reparse", cache_policy=NONE)

@@ -19,16 +19,16 @@ from prefect import task
 from prefect.cache_policies import NONE
 from prefect.utilities.annotations import quote
 
-from tasks import progress
-from tasks.call import CallStats, run_calls, step_plan
-from tasks.compact import compact_written
 from tasks.config import Config, ConfigError
-from tasks.cost import BudgetExceeded
-from tasks.generate import generate_task, item_row
-from tasks.score import StageStats, parse_responses, score_trials
-from tasks.selection import Selection
-from tasks.store import read, write_new_items
-from tasks.validate import validate_items
+from tasks.items.generate import generate_task, item_row
+from tasks.items.validate import validate_items
+from tasks.lake.compact import compact_written
+from tasks.lake.store import read, write_new_items
+from tasks.models.call import CallStats, run_calls, step_plan
+from tasks.models.cost import BudgetExceeded
+from tasks.runs import progress
+from tasks.scoring.score import StageStats, parse_responses, score_trials
+from tasks.scoring.selection import Selection
 
 
 @task(name="generate", task_run_name="generate-{suite}.{task_name}", cache_policy=NONE)

@@ -12,19 +12,30 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    update_progress_artifact,
+)
 from prefect.cache_policies import NONE
 from prefect.utilities.annotations import quote
 
 from flows import batch as scale_out
-from flows.stages import generate_items, load_datasets, run_unit, store_items_batch, validate_batch
-from tasks import embedded, lifecycle, progress
-from tasks.call import CallStats
+from flows.stages import (
+    generate_items,
+    load_datasets,
+    run_unit,
+    store_items_batch,
+    validate_batch,
+)
 from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
+from tasks.items.validate import dedupe
+from tasks.lake.store import ensure_lake, read
+from tasks.models import embedded
+from tasks.models.call import CallStats
 from tasks.records import canonical_json
-from tasks.store import ensure_lake, read
-from tasks.validate import dedupe
+from tasks.runs import lifecycle, progress
 
 
 def chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
@@ -36,7 +47,9 @@ def chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
 def compute_statistics(cfg: Config) -> dict[str, Any]:
     """The statistics SQL cannot compute (bootstrap intervals, regressions) over the warehouse,
     written to the lake for the report and the views to read."""
-    from tasks.stats import compute_stats  # statsmodels, scipy and polars: loaded only by a sweep that reports
+    from tasks.analysis.stats import (
+        compute_stats,  # statsmodels, scipy and polars: loaded only by a sweep that reports
+    )
 
     with progress.stage("statistics", 1) as advance:
         summary = compute_stats(cfg.lake_path, resamples=cfg.sweep.bootstrap_resamples, seed=cfg.sweep.seed)
@@ -47,7 +60,9 @@ def compute_statistics(cfg: Config) -> dict[str, Any]:
 @task(name="report", cache_policy=NONE)
 def write_report(cfg: Config, run_id: str) -> Path:
     """The HTML report with its figures, read from the warehouse (it writes nothing to the lake)."""
-    from flows.report import build_report  # matplotlib: loaded only by a sweep that reports
+    from tasks.report.html import (
+        build_report,  # matplotlib: loaded only by a sweep that reports
+    )
 
     with progress.stage("report", 1) as advance:
         path = build_report(cfg, cfg.warehouse_path / "reports" / run_id)

@@ -12,7 +12,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Collection, Literal, Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from tasks.suites import get_task, suite_tasks
 from tasks.suites.base import GeneratorError
@@ -379,7 +387,9 @@ def _check_budget_prices(cfg: Config) -> None:
     budgeted = [n for n in cfg.sweep.models if cfg.sweep.max_cost_usd or cfg.model(n).max_cost_usd]
     if not budgeted:
         return
-    from tasks.pricing import price  # imports litellm: only when a budget is configured
+    from tasks.models.pricing import (
+        price,  # imports litellm: only when a budget is configured
+    )
 
     for name in budgeted:
         if price(cfg.model(name)) is None:

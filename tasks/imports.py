@@ -68,15 +68,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.call import request_row, lookup_ledger, trial_id
-from tasks.generate import dataset_id, item_row
+from tasks.items.generate import dataset_id, item_row
+from tasks.items.validate import ValidationFailed, validate_items
+from tasks.lake.store import now_utc, write_new_items, write_rows
+from tasks.models.call import lookup_ledger, request_row, trial_id
 from tasks.records import Item, Request, Response, Route, canonical_json
-from tasks.score import parse_responses, score_trials
-from tasks.selection import Selection
-from tasks.store import now_utc, write_new_items, write_rows
+from tasks.scoring.score import parse_responses, score_trials
+from tasks.scoring.selection import Selection
 from tasks.suites import SUITES, suite_tasks
 from tasks.suites.base import family_id
-from tasks.validate import ValidationFailed, validate_items
 
 SUITE = "imported"
 VERSION = "2"  # 2: item identity (task, family_id, variant, prompt); bin spellings; item id in requests

@@ -155,4 +155,4 @@ class Response:
     prompt_tokens: int | None
     completion_tokens: int | None
     created_at: dt.datetime
-    cost_usd: float | None = None  # USD from the model's price (tasks.cost); None when unknown
+    cost_usd: float | None = None  # USD from the model's price (tasks.models.cost); None when unknown

@@ -8,11 +8,11 @@ import litellm
 import pytest
 
 from fakes import FakeProvider, FakeServer
-from tasks.call import run_calls
 from tasks.config import ModelConfig
-from tasks.generate import generate_task, item_row
-from tasks.models import RateLimiter
-from tasks.store import read
+from tasks.items.generate import generate_task, item_row
+from tasks.lake.store import read
+from tasks.models.call import run_calls
+from tasks.models.routes import RateLimiter
 
 LIMIT = 8
 

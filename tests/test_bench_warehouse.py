@@ -15,8 +15,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench import warehouse  # noqa: E402
-from tasks.parse import parser_version  # noqa: E402
-from tasks.store import read  # noqa: E402
+from tasks.lake.store import read  # noqa: E402
+from tasks.scoring.parse import parser_version  # noqa: E402
 
 
 def test_written_warehouse_is_read_by_the_views(tmp_path):

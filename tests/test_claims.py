@@ -12,8 +12,8 @@ import time
 
 from conftest import REPO, fake_model_config
 from fakes import FakeProvider, FakeServer
-from tasks.claims import Claims
-from tasks.store import now_utc, read, write_rows
+from tasks.lake.store import now_utc, read, write_rows
+from tasks.models.claims import Claims
 
 
 def lake_query(tmp_path, sql, params=None):

@@ -1,4 +1,4 @@
-"""Compaction (tasks/compact.py): a process's small files become one merged file per table and day,
+"""Compaction (tasks/lake/compact.py): a process's small files become one merged file per table and day,
 the views never show a row twice or lose one (not even when a compaction is killed half-way), and
 ``invarbench compact`` finishes what killed processes left."""
 
@@ -12,9 +12,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tasks import compact, lifecycle
+from tasks.lake import compact
+from tasks.lake.store import (
+    REPLACES_KEY,
+    SCHEMAS,
+    ensure_lake,
+    read,
+    take_written,
+    write_rows,
+)
 from tasks.records import now_utc
-from tasks.store import REPLACES_KEY, SCHEMAS, ensure_lake, read, take_written, write_rows
+from tasks.runs import lifecycle
 from tests.conftest import run_cli, write_config
 
 

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from lake_fixtures import RUN, LakeBuilder
-from tasks import stats
-from tasks.score import parse_responses, score_trials
-from tasks.selection import Selection
+from tasks.analysis import stats
+from tasks.scoring.score import parse_responses, score_trials
+from tasks.scoring.selection import Selection
 
 GEO = ["euclid", "coord", "vector"]
 

@@ -8,12 +8,12 @@ import pytest
 
 from conftest import fake_model_config, run_cli
 from fakes import FakeServer
-from flows.report import cost_section, load
 from flows.sweep import sweep
 from tasks.config import ConfigError, ModelConfig, load_config
-from tasks.cost import Budget, _Cap, response_cost
-from tasks.pricing import price
-from tasks.store import connect, read
+from tasks.lake.store import connect, read
+from tasks.models.cost import Budget, _Cap, response_cost
+from tasks.models.pricing import price
+from tasks.report.html import cost_section, load
 
 # The fake provider reports 10 prompt and 5 completion tokens for every answer.
 P_TOK, C_TOK = 10, 5
@@ -101,7 +101,7 @@ def test_old_lake_files_without_cost_still_read(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tasks.store import SCHEMAS, ensure_lake
+    from tasks.lake.store import SCHEMAS, ensure_lake
 
     lake = tmp_path / "lake"
     old = pa.schema([f for f in SCHEMAS["responses"] if f.name != "cost_usd"])

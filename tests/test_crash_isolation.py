@@ -26,8 +26,9 @@ from conftest import REPO, run_cli, write_config
 from fakes import FakeServer
 from flows.cli import app
 from flows.sweep import sweep
-from tasks import embedded, lifecycle
-from tasks.store import read, write_rows
+from tasks.lake.store import read, write_rows
+from tasks.models import embedded
+from tasks.runs import lifecycle
 
 WAIT_S = 300  # a deadline for waiting on the model, never a timing assertion
 
@@ -157,7 +158,7 @@ def test_worker_restarts_at_most_max_restarts_times():
 
 WORKER_OF_A_PARENT = """
 import sys
-from tasks import embedded
+from tasks.models import embedded
 w = embedded.worker("smollm2")
 w.generate([{"role": "user", "content": "Hi"}], {"max_tokens": 2})
 print(w.pid, flush=True)

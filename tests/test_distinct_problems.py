@@ -9,12 +9,12 @@ from collections import defaultdict
 import pytest
 import sympy
 
-from tasks.generate import generate_task, item_row
+from tasks.items.generate import generate_task, item_row
+from tasks.items.validate import ValidationFailed, dedupe, validate_items
 from tasks.suites import suite_tasks
 from tasks.suites.base import rng_for
 from tasks.suites.geometry import TEMPLATES, draw_families, figure_problem
 from tasks.suites.geometry.common import polygon_problem
-from tasks.validate import ValidationFailed, dedupe, validate_items
 
 I = sympy.Integer
 

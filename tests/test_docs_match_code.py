@@ -8,8 +8,7 @@ import re
 from pathlib import Path
 
 from conftest import REPO
-
-from tasks.store import SCHEMAS, SQL_LAYERS, _DEFINED, sql_code
+from tasks.lake.store import _DEFINED, SCHEMAS, SQL_LAYERS, sql_code
 
 PAGES = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
 LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -7,16 +7,16 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO
 
-from tasks.call import StepUnavailable, fill_template
+from conftest import REPO
 from tasks.config import ConfigError, load_config
-from tasks.features import surface_features
-from tasks.generate import generate_task
-from tasks.parse.numeric import matches, parse
+from tasks.items.features import surface_features
+from tasks.items.generate import generate_task
+from tasks.lake.store import connect, query, write_rows
+from tasks.models.call import StepUnavailable, fill_template
 from tasks.records import Request, Route
-from tasks.store import connect, query, write_rows
-from tasks.suites.base import bins_from_edges, find_bin, GeneratorError
+from tasks.scoring.parse.numeric import matches, parse
+from tasks.suites.base import GeneratorError, bins_from_edges, find_bin
 
 
 @pytest.mark.parametrize("text,value", [

@@ -14,8 +14,8 @@ from fakes import FakeProvider, FakeServer
 from flows.imports import import_families, import_responses
 from flows.rescore import rescore
 from flows.sweep import sweep
-from tasks.lifecycle import new_run_id
-from tasks.store import read
+from tasks.lake.store import read
+from tasks.runs.lifecycle import new_run_id
 
 RUN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")
 
@@ -63,7 +63,7 @@ def test_every_kind_of_run_has_its_flow_run_one_id_format_and_a_catalog(tmp_path
 
 
 def test_a_run_that_raises_ends_failed_with_its_message(tmp_path):
-    from tasks.lifecycle import Run
+    from tasks.runs.lifecycle import Run
 
     lake = str(tmp_path / "lake")
     try:

@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.parse import parser_for, parser_version
-from tasks.parse import parse as parse_answer
-from tasks.parse.output_line import lenient, matches, parse
 from tasks.records import Item
+from tasks.scoring.parse import parse as parse_answer
+from tasks.scoring.parse import parser_for, parser_version
+from tasks.scoring.parse.output_line import lenient, matches, parse
 from tasks.suites import suite_tasks
 from tasks.suites.base import GeneratorError, bins_from_edges
 from tasks.suites.lissard import TASKS

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from tasks.parse import math as m
-from tasks.parse import parse, parser_version
+from tasks.scoring.parse import math as m
+from tasks.scoring.parse import parse, parser_version
 
 # (response text, gold, expected match)
 CASES = [

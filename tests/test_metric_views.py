@@ -15,7 +15,14 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from lake_fixtures import LakeBuilder, status_of
-from tasks.store import SQL_LAYERS, connect, query, sql_code, sql_defines, sql_files
+from tasks.lake.store import (
+    SQL_LAYERS,
+    connect,
+    query,
+    sql_code,
+    sql_defines,
+    sql_files,
+)
 
 GEO = ["euclid", "coord", "vector"]
 

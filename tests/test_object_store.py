@@ -23,10 +23,20 @@ import s3_server
 from conftest import REPO, fake_model_config, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from tasks.config import ConfigError, load_config
-from tasks.compact import compact_files
-from tasks import store
+from tasks.lake import store
+from tasks.lake.compact import compact_files
+from tasks.lake.store import (
+    SCHEMAS,
+    LakeError,
+    connect,
+    ensure_lake,
+    lake_root,
+    query,
+    read,
+    take_written,
+    write_rows,
+)
 from tasks.records import now_utc
-from tasks.store import SCHEMAS, LakeError, connect, ensure_lake, lake_root, query, read, take_written, write_rows
 
 pytestmark = pytest.mark.slow  # sweeps through Prefect and a moto server: tens of seconds each
 
@@ -184,7 +194,7 @@ def test_sigkill_mid_sweep_then_resume_sends_only_what_was_not_stored(s3, tmp_pa
 
 _SLOW_WRITER = """
 import os, sys
-from tasks.store import write_rows
+from tasks.lake.store import write_rows
 # About 48 MB of incompressible text: several parts of a multipart upload.
 rows = [{"response_id": f"big-{i}", "status": "ok", "text": os.urandom(24_000).hex()} for i in range(1000)]
 print("writing", flush=True)

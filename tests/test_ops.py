@@ -22,17 +22,28 @@ from pathlib import Path
 import httpx
 import pytest
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter,
-                                            FlowRunFilterParentFlowRunId)
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    FlowRunFilter,
+    FlowRunFilterParentFlowRunId,
+)
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 import s3_server
-from s3_server import free_port
 from conftest import REPO, fake_model_config, run_cli
 from fakes import FakeProvider, FakeServer
+from s3_server import free_port
 from tasks.config import ConfigError, load_config
-from tasks.limits import LimitSpec, SharedLimiter, SharedLimitError, ensure_limits, limit_slug, limit_specs
-from tasks.store import read
+from tasks.lake.store import read
+from tasks.models.limits import (
+    LimitSpec,
+    SharedLimiter,
+    SharedLimitError,
+    ensure_limits,
+    limit_slug,
+    limit_specs,
+)
 
 PREFECT = str(Path(sys.executable).parent / "prefect")
 TIMEZONE = "Europe/Berlin"
@@ -280,9 +291,9 @@ def test_two_workers_share_a_sweep_under_one_global_limit(ops, tmp_path):
 @pytest.mark.slow
 def test_a_missing_shared_limit_stops_the_call_stage(ops, tmp_path, monkeypatch):
     """strict=True: a model whose limits were never created sends nothing instead of running unlimited."""
-    from tasks.call import run_calls
-    from tasks.generate import generate_task, item_row
-    from tasks.models import RateLimiter
+    from tasks.items.generate import generate_task, item_row
+    from tasks.models.call import run_calls
+    from tasks.models.routes import RateLimiter
 
     monkeypatch.setenv("PREFECT_API_URL", ops.api)
     with FakeServer() as fake, ops.settings():

@@ -20,7 +20,7 @@ import pytest
 from conftest import REPO, fake_model_config, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.store import read
+from tasks.lake.store import read
 
 
 def lake_query(warehouse, sql, params=None):
@@ -201,7 +201,7 @@ def test_failing_expectation_stops_before_any_call(tmp_path, monkeypatch):
 
     import flows.stages as stages_module
     from flows.cli import app
-    from tasks.generate import generate_task as real_generate
+    from tasks.items.generate import generate_task as real_generate
 
     def broken(suite, task, params, seed):
         dataset, items = real_generate(suite, task, params, seed)

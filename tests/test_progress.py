@@ -1,4 +1,4 @@
-"""Progress bars (flows/cli.py RichListener over tasks.progress): every stage is shown while it
+"""Progress bars (flows/cli.py RichListener over tasks.runs.progress): every stage is shown while it
 runs, and the display stays bounded however many stages a long sweep has."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from flows.cli import RichListener
-from tasks import progress
+from tasks.runs import progress
 
 
 def test_finished_stages_beyond_a_few_leave_the_display_and_running_ones_stay():

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from conftest import write_config
 from flows.cli import app
-from flows.report import SNAPSHOT, build_report, load, snapshot_intermediates
 from lake_fixtures import LakeBuilder, status_of
 from tasks.config import load_config
-from tasks.store import connect
+from tasks.lake.store import connect
+from tasks.report.html import SNAPSHOT, build_report, load, snapshot_intermediates
 
 CHROMIUM = Path("/usr/bin/chromium")
 

@@ -9,13 +9,12 @@ import litellm
 import pytest
 from typer.testing import CliRunner
 
-import tasks.local_llm
+import tasks.models.embedded_worker
 from conftest import write_config
 from flows.cli import app
 from flows.rescore import rescore
 from lake_fixtures import LakeBuilder
-from tasks.parse import Parsed
-from tasks.parse import numeric
+from tasks.scoring.parse import Parsed, numeric
 
 # (family, gold, response text): the current parser takes the Answer: line; the patched one below
 # takes the first integer of the text, which changes the answer of B (6 → 4) and D (3 → 8) only.
@@ -43,7 +42,7 @@ def no_model_calls(monkeypatch):
 
     monkeypatch.setattr(litellm, "completion", refuse)
     monkeypatch.setattr(litellm, "acompletion", refuse_async)
-    monkeypatch.setattr(tasks.local_llm, "generate", refuse)
+    monkeypatch.setattr(tasks.models.embedded_worker, "generate", refuse)
 
 
 def stored_responses(tmp_path, models=("m1",)) -> tuple[LakeBuilder, dict[tuple[str, str], str], str]:

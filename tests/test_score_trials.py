@@ -14,9 +14,9 @@ import json
 from collections import defaultdict
 
 from lake_fixtures import RUN, LakeBuilder
-from tasks import parse as parsing
-from tasks.score import judge, parse_responses, score_trials, scorer_version
-from tasks.selection import Selection
+from tasks.scoring import parse as parsing
+from tasks.scoring.score import judge, parse_responses, score_trials, scorer_version
+from tasks.scoring.selection import Selection
 
 CHAIN = [{"name": "first", "template": "t", "answer_type": "integer"},
          {"name": "second", "template": "t", "answer_type": "text"}]

@@ -10,7 +10,7 @@ import pytest
 from conftest import lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from tasks.config import Config, ConfigError, load_config
-from tasks.store import read
+from tasks.lake.store import read
 from tasks.suites import SUITES, suite_tasks
 
 CSV = """id,category,euclid,coord,vector,answer

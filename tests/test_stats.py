@@ -1,4 +1,4 @@
-"""tasks/stats.py: the bootstrap and the regressions, on hand-built lakes,
+"""tasks/analysis/stats.py: the bootstrap and the regressions, on hand-built lakes,
 checked against statsmodels fitted directly and against hand counts."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 import statsmodels.formula.api as smf
 
 from lake_fixtures import LakeBuilder, status_of
-from tasks import stats
-from tasks.compact import compact_lake
+from tasks.analysis import stats
+from tasks.lake.compact import compact_lake
 
 GEO = ["euclid", "coord", "vector"]
 

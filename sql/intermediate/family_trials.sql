@@ -10,7 +10,7 @@
 -- One scored trial per family unit and variant. Several trials can map to one unit only when the
 -- same model name was run with different settings or generator versions; the latest scored one
 -- stands for the unit. parser_version is the matching rule the score used (e.g. 'math/2').
--- answer_key is the canonical answer stored with the final step's parse (tasks.parse.answer_key:
+-- answer_key is the canonical answer stored with the final step's parse (tasks.scoring.parse.answer_key:
 -- 3/2, 1.5 and 1.50 are all '1.5'; sqrt(20) is '2*sqrt(5)'); a parse row written before that
 -- column existed falls back to the parsed value (integer and text values are their own keys; math
 -- answers of parser math/1 need `invarbench rescore` to get theirs). NULL when nothing parsed.

@@ -1,4 +1,4 @@
--- Intermediate: the claims that still hold back other sweeps (tasks.claims).
+-- Intermediate: the claims that still hold back other sweeps (tasks.models.claims).
 -- live_claims: one row per request and claiming run whose claim still holds: not expired, not
 -- answered by the claiming run since it claimed, and the claiming run has not ended (a run that
 -- ended, however, no longer sends anything).

@@ -1,5 +1,5 @@
 -- Macros: the order of variants, used for flip patterns, pair orientation and the regression's
--- reference variant (tasks/stats.py reads variant_order()).
+-- reference variant (tasks/analysis/stats.py reads variant_order()).
 
 -- Variants with a conventional order come first in that order (GeoRepEval's representations);
 -- every other variant sorts after them by name.

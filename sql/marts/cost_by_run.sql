@@ -1,4 +1,4 @@
--- Marts: cost, what each run paid, per model (tasks.cost prices every response when it is stored).
+-- Marts: cost, what each run paid, per model (tasks.models.cost prices every response when it is stored).
 -- cost_by_run: one row per run and model that received responses.
 
 -- Per run and model: responses received, tokens and USD. A response belongs to the run that

@@ -3,7 +3,7 @@
 
 -- Linear probability fits of correctness (1 correct, 0 wrong or unparsable; errors left out) on
 -- each surface feature alone, per model and suite, for ad-hoc looks: slope, intercept and R².
--- The inferential version is the logistic regression of tasks/stats.py (view computed_regression).
+-- The inferential version is the logistic regression of tasks/analysis/stats.py (view computed_regression).
 CREATE OR REPLACE VIEW surface_regression_linear AS
 WITH scored AS (
     SELECT model, suite, status, n_tokens, symbol_density, n_numbers,

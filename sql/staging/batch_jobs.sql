@@ -1,4 +1,4 @@
--- Staging: provider batch jobs (tasks.batch_api).
+-- Staging: provider batch jobs (tasks.models.batch_jobs).
 -- batch_jobs: one row per batch job, its latest state; `stored` means its lines are in the ledger.
 
 CREATE OR REPLACE VIEW raw_batch_jobs AS

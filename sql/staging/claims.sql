@@ -1,4 +1,4 @@
--- Staging: overlapping sweeps' claims on the requests they are sending (tasks.claims).
+-- Staging: overlapping sweeps' claims on the requests they are sending (tasks.models.claims).
 -- claims: one row per request and claiming run: first claimed (for the tie-break), last renewed to.
 
 CREATE OR REPLACE VIEW raw_claims AS

@@ -1,4 +1,4 @@
--- Staging: the tables computed in Python by tasks/stats.py (compute_stats), because SQL cannot
+-- Staging: the tables computed in Python by tasks/analysis/stats.py (compute_stats), because SQL cannot
 -- compute them: bootstrap intervals and logistic regressions. Each compute_stats call is one
 -- computation (computation_id) over one scope: 'all' (every stored score) or a run id; the
 -- unprefixed views keep the latest computation per scope.

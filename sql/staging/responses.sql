@@ -1,7 +1,7 @@
 -- Staging: the responses lake table (the ledger of every response ever received, errors included).
 -- responses: one row per response.
 -- cost_responses: one row per response, with a cost_usd column even over lakes written before
--- responses had one (tasks.cost prices every response when it is stored).
+-- responses had one (tasks.models.cost prices every response when it is stored).
 
 CREATE OR REPLACE VIEW raw_responses AS
 SELECT * FROM lake_table('responses');

@@ -38,7 +38,7 @@ Smoke slice (``TaskSpec.smoke``): the category's first template, one family, ``d
 three items per category, one per representation.
 
 Gold: computed with sympy from the configuration and stored as
-:func:`tasks.parse.math.canonical_exact` (``str(sympy.simplify(x))``: ``2*sqrt(5)``, ``3/2``,
+:func:`tasks.scoring.parse.math.canonical_exact` (``str(sympy.simplify(x))``: ``2*sqrt(5)``, ``3/2``,
 ``8*pi``; angles as whole degrees, ``60``).
 """
 
@@ -48,9 +48,16 @@ from typing import Any
 
 import sympy
 
-from tasks.parse.math import canonical_exact
 from tasks.records import Item, canonical_json
-from tasks.suites.base import GeneratorError, TaskSpec, bins_from_edges, family_id, find_bin, rng_for
+from tasks.scoring.parse.math import canonical_exact
+from tasks.suites.base import (
+    GeneratorError,
+    TaskSpec,
+    bins_from_edges,
+    family_id,
+    find_bin,
+    rng_for,
+)
 from tasks.suites.geometry import angle, area, length, ratio
 from tasks.suites.geometry.common import REPRESENTATIONS, Config, Template, readable
 from tasks.suites.geometry.prompts import STYLES, check_styles, style_items

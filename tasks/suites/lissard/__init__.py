@@ -12,7 +12,7 @@ Shared conventions (where the paper is silent, the choice made here):
   user/assistant turns (4 per item, 1 for ``repeat_copy_logic`` and ``logic_grid``), drawn with a
   seed from the first default bin (``shot_range``), distinct from each other and never equal to
   the item; the assistant turns are written ``Output: <gold>`` and the instruction asks for a final
-  ``Output:`` line, parsed by ``tasks.parse.output_line`` (answer type ``text``).
+  ``Output:`` line, parsed by ``tasks.scoring.parse.output_line`` (answer type ``text``).
 - Key-entity values are drawn uniformly within each bin; a question already generated in the
   same run is redrawn, so each family (one base problem, variant ``none``, prompt style
   ``few_shot``) appears once.

@@ -4,7 +4,7 @@ Every model, embedded or hosted, is called with ``litellm.acompletion``. Limits 
 requests/minute and tokens/minute are spaced evenly (a request never starts sooner than
 ``60/rpm`` seconds after the previous one, so no window of any length sees more than the rate),
 and a semaphore caps requests in flight. When a Prefect API is configured, the same limits are
-also drawn from Prefect global concurrency limits shared by every worker (:mod:`tasks.limits`).
+also drawn from Prefect global concurrency limits shared by every worker (:mod:`tasks.models.limits`).
 Retries back off exponentially with jitter and honour Retry-After; after the last retry the
 result is an ``error`` response, which the next sweep sends again.
 """
@@ -22,12 +22,12 @@ from typing import Any, Awaitable, Callable
 
 import litellm
 
-from tasks import embedded, limits, local_llm
 from tasks.config import ModelConfig
-from tasks.cost import prompt_token_estimate, response_cost
-from tasks.pricing import Price, price
+from tasks.lake.store import now_utc
+from tasks.models import embedded, embedded_worker, limits
+from tasks.models.cost import prompt_token_estimate, response_cost
+from tasks.models.pricing import Price, price
 from tasks.records import Request, Response, Route
-from tasks.store import now_utc
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True
@@ -51,7 +51,7 @@ def route_for(cfg: ModelConfig) -> Route:
     api_base = cfg.api_base
     if cfg.provider == "local":
         name = cfg.model.split("/", 1)[1]
-        api_base = f"file://{local_llm.EMBEDDED[name].package}"
+        api_base = f"file://{embedded_worker.EMBEDDED[name].package}"
     return Route(provider=cfg.provider, model=cfg.model, api_base=api_base)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from tasks.parse import Parsed
+from tasks.scoring.parse import Parsed
 
 VERSION = "2"
 

@@ -1,7 +1,7 @@
 """The report: one self-contained HTML file, plus a PNG per figure, over the whole warehouse.
 
 :func:`build_report` reads the metric views and the latest statistics of scope ``all`` (written
-by :func:`tasks.stats.compute_stats`: the sweep's stats task, or ``refresh_stats=True`` first)
+by :func:`tasks.analysis.stats.compute_stats`: the sweep's stats task, or ``refresh_stats=True`` first)
 and writes ``<out_dir>/report.html`` and the figures; drawing the report writes nothing to the lake. The
 HTML embeds every figure as a base64 PNG and its style inline: it loads nothing (no scripts, no
 fonts, no URLs), so it opens offline and can be mailed as one file. A figure without data is
@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from tasks.config import Config  # noqa: E402
-from tasks.store import connect  # noqa: E402
+from tasks.lake.store import connect  # noqa: E402
 
 MAX_TABLE_ROWS = 200
 MAX_PANELS = 16
@@ -559,9 +559,9 @@ def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000
     """Write ``report.html`` and one PNG per figure; returns the HTML path.
 
     ``out_dir`` defaults to ``<warehouse>/reports/<timestamp>/``. With ``refresh_stats`` the
-    statistics are computed first (:func:`tasks.stats.compute_stats`, bootstrap with
+    statistics are computed first (:func:`tasks.analysis.stats.compute_stats`, bootstrap with
     ``cfg.sweep.seed`` and ``resamples``; the one write to the lake) unless the latest stored
-    ones are what that would compute (:func:`tasks.stats.stored_computation`: same settings,
+    ones are what that would compute (:func:`tasks.analysis.stats.stored_computation`: same settings,
     nothing they read changed since); otherwise the report shows the latest ones stored. Breaking points use ``cfg.sweep.breaking_threshold``.
     """
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
@@ -569,7 +569,10 @@ def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000
     lake = cfg.lake_path
     threshold = cfg.sweep.breaking_threshold
     if refresh_stats:
-        from tasks.stats import compute_stats, stored_computation  # the report module itself only reads
+        from tasks.analysis.stats import (  # the report module itself only reads
+            compute_stats,
+            stored_computation,
+        )
 
         current = stored_computation(lake, resamples=resamples, seed=cfg.sweep.seed)
         if progress:

@@ -55,7 +55,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import polars as pl
 
-from tasks.store import connect, now_utc, query, sql_files, write_rows
+from tasks.lake.store import connect, now_utc, query, sql_files, write_rows
 
 # scipy and statsmodels (more than a second to import) are imported where they compute, so that
 # a report whose statistics are current (stored_computation) never loads them.

@@ -33,10 +33,10 @@ from fsspec.implementations.arrow import ArrowFSWrapper
 from fsspec.implementations.memory import MemoryFile
 
 from tasks.config import ConfigError, LakeError
-from tasks.features import FEATURE_NAMES
+from tasks.items.features import FEATURE_NAMES
 from tasks.records import now_utc
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 
 _str = pa.string()
 _int = pa.int64()
@@ -80,11 +80,11 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("created_at", _ts), ("cost_usd", _f),
         ]
     ),
-    # A sweep's lease on requests it is sending (tasks.claims); renewals append rows.
+    # A sweep's lease on requests it is sending (tasks.models.claims); renewals append rows.
     "claims": pa.schema([
         ("request_id", _str), ("run_id", _str), ("claimed_at", _ts), ("expires_at", _ts),
     ]),
-    # Provider batch jobs (tasks.batch_api): one row per state seen; the latest row is the job's state.
+    # Provider batch jobs (tasks.models.batch_jobs): one row per state seen; the latest row is the job's state.
     "batch_jobs": pa.schema([
         ("batch_id", _str), ("run_id", _str), ("model", _str), ("api_base", _str),
         ("request_ids", pa.list_(_str)), ("input_file_id", _str), ("status", _str),
@@ -94,7 +94,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         [
             ("response_id", _str), ("request_id", _str), ("answer_type", _str),
             ("parser_version", _str), ("status", _str), ("value", _str), ("extracted", _str),
-            # the canonical answer (tasks.parse.answer_key) that Consistency@k compares; files
+            # the canonical answer (tasks.scoring.parse.answer_key) that Consistency@k compares; files
             # written before it existed lack the column, and sql/staging/parses.sql reads them as NULL
             ("canonical", _str), ("created_at", _ts),
         ]
@@ -107,7 +107,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("response_ids", _str), ("created_at", _ts),
         ]
     ),
-    # Statistics computed in Python by tasks.stats; sql/staging/computed.sql exposes them.
+    # Statistics computed in Python by tasks.analysis.stats; sql/staging/computed.sql exposes them.
     "computed_bootstrap": pa.schema([
         ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("metric", _str),
         ("model", _str), ("suite", _str), ("task", _str), ("category", _str), ("prompt_style", _str),
@@ -116,7 +116,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("level", _f), ("n_families", _int), ("n_units", _int), ("n_excluded", _int),
         ("n_scored", _int), ("n_correct", _int), ("n_wrong", _int), ("n_unparsable", _int),
         ("n_error", _int), ("resamples", _int), ("n_valid_resamples", _int), ("seed", _int),
-        # what the computation read (tasks.stats.inputs_digest): a report reuses it while unchanged
+        # what the computation read (tasks.analysis.stats.inputs_digest): a report reuses it while unchanged
         ("inputs_sha256", _str),
     ]),
     "computed_regression": pa.schema([
@@ -130,7 +130,7 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 
-# Compaction (tasks.compact) merges small files into merged files whose Parquet metadata, under
+# Compaction (tasks.lake.compact) merges small files into merged files whose Parquet metadata, under
 # REPLACES_KEY, names the files they replace (sql/macros/lake_files.sql leaves those out).
 MERGED_PREFIX = "merged-"
 REPLACES_KEY = b"invarbench.replaces"
@@ -332,7 +332,7 @@ def atomic_write(fs: pafs.FileSystem, target: str, table: pa.Table) -> None:
         writer.write_table(table)
 
 
-# The files this process has written, per lake, until a compaction takes them (tasks.compact).
+# The files this process has written, per lake, until a compaction takes them (tasks.lake.compact).
 _WRITTEN: dict[str, list[str]] = {}
 _WRITTEN_LOCK = threading.Lock()
 

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from tasks.parse import ANSWER_TYPES
+from tasks.scoring.parse import ANSWER_TYPES
 
 
 class ValidationFailed(RuntimeError):
@@ -68,7 +68,6 @@ def dedupe(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, l
 @functools.lru_cache(maxsize=1)
 def _context():
     import great_expectations as gx
-
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     # GE draws progress bars per validation and logs usage hints; the pipeline reports itself.

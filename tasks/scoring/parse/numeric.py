@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from tasks.parse import Parsed
+from tasks.scoring.parse import Parsed
 
 VERSION = "1"
 

@@ -1,6 +1,6 @@
 """What a response cost, and the budget that stops a sweep before it spends too much.
 
-Prices (:mod:`tasks.pricing`) come from the model's configuration (``input_cost_per_mtok`` /
+Prices (:mod:`tasks.models.pricing`) come from the model's configuration (``input_cost_per_mtok`` /
 ``output_cost_per_mtok``, USD per million tokens) when set, else from litellm's bundled price
 table (read offline: the package's own copy, see :mod:`tasks.environment`). Embedded models cost 0: they run on this machine and
 nobody is paid per token. A model neither configured nor in the table has no price, and its
@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tasks.pricing import Price
-from tasks.store import read
+from tasks.lake.store import read
+from tasks.models.pricing import Price
 
 
 def response_cost(p: Price | None, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:

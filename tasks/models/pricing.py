@@ -1,6 +1,6 @@
 """A model's price per token: from its configuration, else litellm's bundled table.
 
-Apart from :mod:`tasks.cost` (what responses cost, budgets), so that the configuration can check
+Apart from :mod:`tasks.models.cost` (what responses cost, budgets), so that the configuration can check
 a budget's prices when it loads without importing the modules that import it.
 """
 

@@ -26,11 +26,11 @@ from typing import Any, Sequence
 
 import litellm
 
-from tasks.cost import Budget, estimate_cost
-from tasks.pricing import price
-from tasks.models import Caller
+from tasks.lake.store import now_utc, read, write_rows
+from tasks.models.cost import Budget, estimate_cost
+from tasks.models.pricing import price
+from tasks.models.routes import Caller
 from tasks.records import Request, Response
-from tasks.store import now_utc, read, write_rows
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 STORED = "stored"  # our own final state: the job's lines are in the ledger

@@ -4,7 +4,7 @@ A run appends a row at each change of state and the latest row (by ``updated_at`
 (the ``runs`` view). :class:`Run` writes ``running`` when it starts, again every
 :data:`HEARTBEAT_SECONDS` from a background thread while it works (the heartbeat), and
 ``completed`` or ``failed`` (with a message) at the end, and then merges the small files this
-process wrote for it (tasks.compact).
+process wrote for it (tasks.lake.compact).
 
 A process that is killed (SIGKILL, out of memory, power loss) writes nothing more, so its run
 would read ``running`` for ever. A run of a kind that heartbeats has lost its process when its
@@ -34,9 +34,9 @@ from typing import Any
 
 import duckdb
 
-from tasks.compact import compact_written
 from tasks.config import Config
-from tasks.store import build_catalog, now_utc, read, write_rows
+from tasks.lake.compact import compact_written
+from tasks.lake.store import build_catalog, now_utc, read, write_rows
 
 # A live run writes a heartbeat row this often...
 HEARTBEAT_SECONDS = 60.0

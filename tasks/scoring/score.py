@@ -22,9 +22,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tasks import parse as parsing
-from tasks.selection import Selection
-from tasks.store import now_utc, reader, write_table
+from tasks.lake.store import now_utc, reader, write_table
+from tasks.scoring import parse as parsing
+from tasks.scoring.selection import Selection
 
 SCORER_VERSION = "1"
 

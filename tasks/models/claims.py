@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tasks.store import now_utc, read, write_rows
+from tasks.lake.store import now_utc, read, write_rows
 
 
 @dataclass

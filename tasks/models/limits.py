@@ -19,7 +19,7 @@ it and one per configured rate limit, and Prefect serialises one process's acqui
 model. Measured on 2 cores against the default SQLite-backed server on loopback: about 10 ms per
 acquisition and 35 ms per release when idle, a ceiling of about 6–8 calls per second per limit
 under load (README, "Shared rate limits"). The in-process
-:class:`~tasks.models.RateLimiter` stays in front, so a worker never queues more than its own
+:class:`~tasks.models.routes.RateLimiter` stays in front, so a worker never queues more than its own
 ``concurrency`` acquisitions. Prefect is imported inside the functions that use it, so a call
 stage without a server (and ``import-responses``) never loads it.
 """
@@ -119,7 +119,7 @@ def check_limits(specs: list[LimitSpec]) -> None:
 
 
 class Limiter(Protocol):
-    """What :class:`SharedLimiter` needs of the in-process limiter (:class:`tasks.models.RateLimiter`);
+    """What :class:`SharedLimiter` needs of the in-process limiter (:class:`tasks.models.routes.RateLimiter`);
     a protocol, so that this module does not import the one that imports it."""
 
     async def run(self, tokens: int, call: Callable[[], Awaitable[Any]]) -> Any:
@@ -139,7 +139,11 @@ class SharedLimiter:
         return await self._local.run(tokens, lambda: self._shared(tokens, call))
 
     async def _shared(self, tokens: int, call: Callable[[], Awaitable[Any]]) -> Any:
-        from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError, concurrency, rate_limit
+        from prefect.concurrency.asyncio import (
+            ConcurrencySlotAcquisitionError,
+            concurrency,
+            rate_limit,
+        )
 
         try:
             for spec in self._rates:

@@ -95,7 +95,7 @@ from sympy.parsing.sympy_parser import (
     rationalize,
 )
 
-from tasks.parse import Parsed
+from tasks.scoring.parse import Parsed
 
 VERSION = "2"
 

@@ -2,7 +2,7 @@
 
 llama.cpp is native code: a fault inside it (a segmentation fault, an illegal instruction, the
 kernel's out-of-memory killer) ends the process it runs in. So the pipeline never loads a model
-itself: each embedded model runs in a worker process (``python -m tasks.local_llm``, see there)
+itself: each embedded model runs in a worker process (``python -m tasks.models.embedded_worker``, see there)
 that this process starts on the model's first request and stops when the sweep ends
 (:func:`stop_all`). Requests and replies cross a pipe as one JSON line each; the worker exits on
 its own when this process dies, even by SIGKILL.
@@ -15,7 +15,7 @@ All of them become ``error`` responses, which the next sweep sends again. The wo
 anew for the model's next batch (:func:`begin_batch`), at most :data:`MAX_RESTARTS` times; every
 death is listed by :func:`crashes`, from which the sweep ends ``failed``.
 
-The route and the request hash do not depend on where the model runs (:func:`tasks.models.route_for`),
+The route and the request hash do not depend on where the model runs (:func:`tasks.models.routes.route_for`),
 so the ledgers of in-process runs stay valid.
 """
 
@@ -36,7 +36,7 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 
-from tasks.local_llm import EMBEDDED
+from tasks.models.embedded_worker import EMBEDDED
 
 # Restarts of one model's worker per process (a sweep, or a batch flow run): after that, the
 # model's remaining batches fail without being sent.
@@ -44,14 +44,14 @@ MAX_RESTARTS = 3
 # How long a worker asked to stop (stdin closed) may take before it is killed.
 STOP_TIMEOUT_S = 10.0
 # The directory holding the ``tasks`` package: the worker must run this very code.
-_ROOT = Path(__file__).resolve().parent.parent
+_ROOT = Path(__file__).resolve().parents[2]
 
 
 class EmbeddedModelCrashed(litellm.ServiceUnavailableError):
     """An embedded model's worker process died (signal or exit code in the message).
 
     A litellm exception type, so that litellm passes it on unchanged to the caller, which records
-    it as the request's ``error`` response without retrying (:data:`tasks.models._FATAL`).
+    it as the request's ``error`` response without retrying (:data:`tasks.models.routes._FATAL`).
     """
 
     def __init__(self, message: str, model: str = ""):
@@ -95,7 +95,7 @@ class Worker:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
         return subprocess.Popen(
-            [sys.executable, "-m", "tasks.local_llm", "--parent", str(os.getpid())],
+            [sys.executable, "-m", "tasks.models.embedded_worker", "--parent", str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=_ROOT,
         )
 

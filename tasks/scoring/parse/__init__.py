@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from types import ModuleType
 
 ANSWER_TYPES: dict[str, str] = {
-    "integer": "tasks.parse.numeric",
-    "text": "tasks.parse.output_line",
-    "math": "tasks.parse.math",
+    "integer": "tasks.scoring.parse.numeric",
+    "text": "tasks.scoring.parse.output_line",
+    "math": "tasks.scoring.parse.math",
 }
 
 

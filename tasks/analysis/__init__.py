@@ -1,0 +1,1 @@
+"""Statistics SQL cannot compute (bootstrap intervals, regressions), stored beside the marts."""

@@ -1,0 +1,1 @@
+"""Items: generating them from the suites, their surface features, and validating them before storage."""

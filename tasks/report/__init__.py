@@ -1,0 +1,1 @@
+"""The HTML report drawn from the warehouse's marts (it writes nothing to the lake)."""

@@ -1,0 +1,1 @@
+"""Parsing responses into answers and scoring them against golds, over a selection of stored trials."""
