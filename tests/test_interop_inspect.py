@@ -134,6 +134,7 @@ def test_logs_without_item_ids_map_by_content_and_the_unmappable_are_reported(tm
     log["samples"][0]["input"] = [{"role": "user", "content": "What is 2+2?"}]
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / path.name).write_text(json.dumps(log), encoding="utf-8")
+    (tmp_path / "logs" / "logs.json").write_text(json.dumps({path.name: {"status": "success"}}), encoding="utf-8")
     result = invoke("import-responses", tmp_path / "logs", "--format", "inspect", "-c", config)
     assert result.exit_code == 0, result.output
     first = log["samples"][0]

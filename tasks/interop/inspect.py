@@ -30,6 +30,8 @@ from tasks.interop.mapping import Sample
 
 PROVIDER = "inspect"
 ZIP_ZSTANDARD = 93  # the zip method number Inspect's .eval members use
+# JSON files Inspect keeps beside its logs: the log folder's index and an eval set's description
+BOOKKEEPING = {"logs.json", "eval-set.json"}
 
 TASK_FILE = '''"""Inspect AI task over items exported by `invarbench export --format inspect`.
 
@@ -157,7 +159,7 @@ def log_files(source: Path) -> list[Path]:
     if not source.is_dir():
         raise ImportRejected(f"{source}: no such file or folder")
     found = sorted(p for p in source.rglob("*") if p.suffix in (".eval", ".json") and p.is_file()
-                   and p.name != "logs.json")  # logs.json: Inspect's own index of a log folder
+                   and p.name not in BOOKKEEPING)
     if not found:
         raise ImportRejected(f"{source}: no Inspect logs (.eval or .json) in this folder")
     return found
