@@ -132,6 +132,8 @@ def test_logs_without_item_ids_map_by_content_and_the_unmappable_are_reported(tm
     for s in log["samples"]:
         del s["metadata"]["item_id"]  # a log of the user's own Inspect task over the same prompts
     log["samples"][0]["input"] = [{"role": "user", "content": "What is 2+2?"}]
+    failed = log["samples"][1]
+    failed["error"] = {"message": "APIConnectionError: Connection refused", "traceback": "", "traceback_ansi": ""}
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / path.name).write_text(json.dumps(log), encoding="utf-8")
     (tmp_path / "logs" / "logs.json").write_text(json.dumps({path.name: {"status": "success"}}), encoding="utf-8")
@@ -142,7 +144,12 @@ def test_logs_without_item_ids_map_by_content_and_the_unmappable_are_reported(tm
     assert f"sample {first['id']} epoch {first['epoch']}" in result.output and "no stored item has its prompt" in result.output
     answers = {(a["item_id"], a["sample_idx"]): a["text"] for a in _json_log_answers()}
     del answers[(first["id"], first["epoch"] - 1)]
-    assert {(r["item_id"], r["sample_idx"]): r["text"] for r in _stored(tmp_path)} == answers
+    answers[(failed["id"], failed["epoch"] - 1)] = None  # an errored sample is an error response
+    stored = _stored(tmp_path)
+    assert {(r["item_id"], r["sample_idx"]): r["text"] for r in stored} == answers
+    assert [(r["status"], r["score"]) for r in stored if r["text"] is None] == [("error", "error")]
+    assert lake(tmp_path, "SELECT n_errors FROM runs WHERE kind = 'import' AND status = 'completed'") == [
+        {"n_errors": 1}]
 
 
 def test_what_is_not_an_inspect_log_is_refused_and_nothing_is_written(tmp_path):
