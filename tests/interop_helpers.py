@@ -60,11 +60,14 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def invoke(*args: str):
-    """The CLI in-process."""
+    """The CLI in-process; ``.said`` is its output with whitespace runs as one space (rich wraps
+    long lines at the terminal's width)."""
     from flows.cli import app
     from typer.testing import CliRunner
 
-    return CliRunner().invoke(app, [str(a) for a in args])
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    result.said = " ".join(result.output.split())
+    return result
 
 
 def exported(tmp_path: Path, sections: dict | None = None) -> Path:

@@ -72,7 +72,7 @@ def test_export_writes_an_inspect_dataset_and_task(tmp_path):
     again = invoke("export", "--format", "inspect", "--task", "symmetry.associativity", "--out", tmp_path / "chain",
                    "-c", config)
     assert again.exit_code == 0, again.output
-    assert "2 multi-call (chain) item(s) left out" in again.output
+    assert "2 multi-call (chain) item(s) left out" in again.said
     assert (tmp_path / "chain" / "dataset.jsonl").read_text(encoding="utf-8") == ""
 
 
@@ -85,7 +85,7 @@ def test_export_rejects_bad_input_and_writes_nothing(tmp_path, args, message):
 
     config = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
     result = invoke("export", *args, "--out", tmp_path / "out", "-c", config)
-    assert result.exit_code == 2 and message in result.output
+    assert result.exit_code == 2 and message in result.said
     assert not (tmp_path / "out").exists() and not (tmp_path / "wh" / "lake" / "items").exists()
 
 
@@ -93,7 +93,7 @@ def test_committed_logs_import_with_models_epochs_tokens_and_the_marts_of_a_plai
     config = exported(tmp_path)
     result = invoke("import-responses", LOGS, "--format", "inspect", "-c", config)
     assert result.exit_code == 0, result.output
-    assert "finish reasons: stop 16" in result.output
+    assert "finish reasons: stop 16" in result.said
     runs = lake(tmp_path, "SELECT kind, status, models, n_items, n_requests, n_errors FROM runs WHERE kind = 'import' "
                           "ORDER BY models")
     assert runs == [{"kind": "import", "status": "completed", "models": json.dumps([m]), "n_items": 4,
@@ -140,8 +140,8 @@ def test_logs_without_item_ids_map_by_content_and_the_unmappable_are_reported(tm
     result = invoke("import-responses", tmp_path / "logs", "--format", "inspect", "-c", config)
     assert result.exit_code == 0, result.output
     first = log["samples"][0]
-    assert "1 sample(s) not imported" in result.output
-    assert f"sample {first['id']} epoch {first['epoch']}" in result.output and "no stored item has its prompt" in result.output
+    assert "1 sample(s) not imported" in result.said
+    assert f"sample {first['id']} epoch {first['epoch']}" in result.said and "no stored item has its prompt" in result.said
     answers = {(a["item_id"], a["sample_idx"]): a["text"] for a in _json_log_answers()}
     del answers[(first["id"], first["epoch"] - 1)]
     answers[(failed["id"], failed["epoch"] - 1)] = None  # an errored sample is an error response
@@ -166,7 +166,7 @@ def test_what_is_not_an_inspect_log_is_refused_and_nothing_is_written(tmp_path):
              ([tmp_path / "missing", "--format", "inspect"], "no such file or folder")]
     for args, message in cases:
         result = invoke("import-responses", *args, "-c", config)
-        assert result.exit_code == 2 and message in result.output, (args, result.output)
+        assert result.exit_code == 2 and message in result.said, (args, result.output)
     assert lake(tmp_path, "SELECT count(*) AS n FROM runs WHERE kind = 'import'") == [{"n": 0}]
 
 
@@ -175,7 +175,8 @@ def test_logs_of_items_never_stored_are_refused(tmp_path):
 
     config = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "ware house")}})
     result = invoke("import-responses", LOGS, "--format", "inspect", "-c", config)
-    assert result.exit_code == 2 and "none of 16 sample(s) maps to a stored item" in result.output
+    assert result.exit_code == 2 and "none of 16 sample(s) maps to a stored item" in result.said
+    assert "(16: item <id> is not in the warehouse; no stored item has its prompt)" in result.said
 
 
 def _inspect_bin() -> str | None:

@@ -50,7 +50,7 @@ def test_samples_map_by_content_one_answer_per_document_and_repeat(tmp_path):
                           "ORDER BY models")
     # four documents, two repeats: eight answers per model, although every document has a line per filter
     assert runs == [{"models": json.dumps([m]), "n_items": 4, "n_requests": 8} for m in (GOOD, BAD)]
-    assert "repeat an imported one" not in result.output  # a document's second filter line is no second answer
+    assert "repeat an imported one" not in result.said  # a document's second filter line is no second answer
     stored = _stored(tmp_path)
     assert {r["provider"] for r in stored} == {"lm-eval"}
     answers = _file_answers(GOOD, "acme__fake-good") + _file_answers(BAD, "fake-bad")
@@ -61,8 +61,8 @@ def test_samples_map_by_content_one_answer_per_document_and_repeat(tmp_path):
         if r["model"] == BAD:
             assert r["score"] == BAD_STATUS[(r["variant"], r["sample_idx"])]
     # gsm8k_mini's documents are no stored item: each reported, none silently dropped
-    assert "10 sample(s) not imported" in result.output
-    assert result.output.count("task gsm8k_mini") == 10 and "no stored item has its prompt" in result.output
+    assert "10 sample(s) not imported" in result.said
+    assert result.said.count("task gsm8k_mini") == 10 and "no stored item has its prompt" in result.said
     marts = {sql: lake(tmp_path, sql) for sql in (ACCURACY, INVARIANCE)}
     assert marts == plain_import_marts(tmp_path, answers)
 
@@ -91,9 +91,9 @@ def test_a_mapping_file_by_doc_id_or_doc_hash_decides_and_the_rest_is_reported(t
     expected = [(docs[n]["doc"]["id"], k, text) for n in (0, 1, 2) for k, text in enumerate(docs[n]["resps"][0])]
     expected.append((docs[3]["doc"]["id"], 0, gsm[0]["resps"][0][0]))
     assert sorted((r["item_id"], r["sample_idx"], r["text"]) for r in stored) == sorted(expected)
-    assert "doc 3 of task invar_identity is not in the mapping file" in result.output
-    assert "item 0000000000000000 is not in the warehouse" in result.output
-    assert "5 sample(s) not imported" in result.output  # identity doc 3, gsm8k docs 1-4
+    assert "doc 3 of task invar_identity is not in the mapping file" in result.said
+    assert "item 0000000000000000 is not in the warehouse" in result.said
+    assert "5 sample(s) not imported" in result.said  # identity doc 3, gsm8k docs 1-4
 
     # the same by doc_hash, as JSON: a second model folder so the requests are new
     mapping_json = tmp_path / "map.json"
@@ -128,7 +128,7 @@ def test_older_layouts_missing_fields_and_loglikelihood_tasks(tmp_path):
     assert result.exit_code == 0, result.output
     stored = _stored(tmp_path)
     assert {r["model"] for r in stored} == {"org__older-model"} and len(stored) == 8
-    assert "task choice is loglikelihood: no generated answer" in result.output
+    assert "task choice is loglikelihood: no generated answer" in result.said
 
 
 def test_unreadable_samples_are_refused_and_nothing_is_written(tmp_path):
@@ -146,5 +146,5 @@ def test_unreadable_samples_are_refused_and_nothing_is_written(tmp_path):
              ([tmp_path / "empty"], "no such file or folder")]
     for args, message in cases:
         result = invoke("import-responses", *args, "--format", "lm-eval", "-c", config)
-        assert result.exit_code == 2 and message in result.output, (args, result.output)
+        assert result.exit_code == 2 and message in result.said, (args, result.output)
     assert lake(tmp_path, "SELECT count(*) AS n FROM runs WHERE kind = 'import'") == [{"n": 0}]

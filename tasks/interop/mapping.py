@@ -17,6 +17,7 @@ A sample that maps to no item is reported (``unmapped``, with the reason), never
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
@@ -147,7 +148,8 @@ def plan_samples(source: str, fmt: str, samples: list[Sample], index: ItemIndex)
             continue
         plans[req.request_id] = (req, s)
     if not per_model:
-        reasons = Counter(u["reason"].split(":")[0] for u in unmapped)
+        # one line per kind of reason: item ids and the ambiguous items' list left out
+        reasons = Counter(re.sub(r"\b[0-9a-f]{16}\b", "<id>", u["reason"]).split(" (")[0] for u in unmapped)
         raise ImportRejected(f"{source}: none of {len(samples)} sample(s) maps to a stored item ("
                              + "; ".join(f"{n}: {r}" for r, n in reasons.most_common()) + "); "
                              "export the items first (invarbench export) or give a mapping file")
