@@ -457,21 +457,94 @@ def report(
     console.print(str(path), highlight=False, soft_wrap=True)
 
 
+@app.command()
+def export(
+    fmt: str = typer.Option(..., "--format", help="inspect: an Inspect AI dataset (dataset.jsonl) and task (task.py)"),
+    out: Path = typer.Option(..., "--out", help="folder to write the files into"),
+    suite: Optional[list[str]] = typer.Option(None, "--suite", help="export this suite (repeatable; as sweep's)"),
+    task: Optional[list[str]] = typer.Option(None, "--task", help="export this task (repeatable; as sweep's)"),
+    dataset: Optional[list[str]] = typer.Option(None, "--dataset", help="export this stored dataset (repeatable)"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Write the items a sweep would run (or the selection) for another tool, and store them so
+    that `import-responses --format FMT` maps the tool's results back to them."""
+    from flows.export import EXPORTERS, export_items
+    from tasks.items.validate import ValidationFailed
+
+    if fmt not in EXPORTERS:
+        fail(f"--format: unknown format {fmt!r}; expected one of {', '.join(EXPORTERS)}")
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out}: exists and is not a folder")
+    try:
+        cfg = _load(config).select(suites=list(suite or []), tasks=list(task or []), datasets=list(dataset or []))
+        summary = export_items(cfg, fmt, out)
+    except (ConfigError, GeneratorError) as exc:
+        fail(str(exc))
+    except ValidationFailed as exc:
+        fail(f"validation failed, nothing was written:\n{exc}", 1)
+    console.print(f"wrote {summary['written']} items to {out} (dataset.jsonl, task.py); {summary['stored']} "
+                  f"new in the warehouse\nrun them: inspect eval {out / 'task.py'} --model PROVIDER/MODEL",
+                  highlight=False)
+    if summary["left_out"]:
+        err.print(f"[yellow]{summary['left_out']} multi-call (chain) item(s) left out: Inspect's generate() "
+                  "makes one call per sample[/]", highlight=False)
+
+
+def _import_foreign(source: Path, fmt: str, mapping: Optional[Path], config: Optional[Path], cfg) -> None:
+    from flows.imports import import_foreign
+    from flows.sweep import headline
+    from tasks.imports import ImportRejected
+
+    try:
+        result = import_foreign(str(source), fmt, str(mapping) if mapping else None, str(config) if config else None)
+    except ImportRejected as exc:
+        fail(str(exc))
+    for summary in result["runs"]:
+        print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(cfg.lake_path, summary["run_id"])],
+                   title=f"run {summary['run_id']}, {summary['model']}: accuracy per task and bin")
+        console.print(summary["message"], highlight=False, soft_wrap=True)
+    console.print(f"{fmt}: {len(result['runs'])} run(s), one per model; prefect flow run: "
+                  f"{result['runs'][0]['flow_run_id']}", highlight=False)
+    if result["finish_reasons"]:
+        console.print("finish reasons: " + ", ".join(f"{k} {n}" for k, n in result["finish_reasons"].items()),
+                      highlight=False)
+    if result["duplicates"]:
+        err.print(f"[yellow]{result['duplicates']} sample(s) repeat an imported one (same model, item and "
+                  "sample): the first counts[/]", highlight=False)
+    if result["unmapped"]:
+        err.print(f"[yellow]{len(result['unmapped'])} sample(s) not imported:[/]", highlight=False)
+        for u in result["unmapped"]:
+            err.print(f"  {u['sample']} ({u['model']}): {u['reason']}", highlight=False, soft_wrap=True)
+
+
 @app.command("import-responses")
 def import_responses(
     file: Path = typer.Argument(..., help="CSV, JSONL or Parquet: prompt/input, target/gold/out, "
                                           "prediction/response/pred, optional task, family_id, variant, "
-                                          "bin/bins, key_entities"),
-    model: str = typer.Option(..., "--model", help="name the responses are stored under (route provider: imported)"),
+                                          "bin/bins, key_entities; with --format: a file or folder of "
+                                          "Inspect logs or lm-eval samples"),
+    model: Optional[str] = typer.Option(None, "--model", help="name the responses are stored under (route "
+                                        "provider: imported); not with --format inspect/lm-eval (their files name it)"),
+    fmt: str = typer.Option("table", "--format", help="table (CSV, JSONL, Parquet rows), inspect (Inspect AI "
+                            ".eval/.json logs) or lm-eval (lm_eval --log_samples output)"),
+    mapping: Optional[Path] = typer.Option(None, "--mapping", help="lm-eval: CSV or JSON of task, doc_id or "
+                                           "doc_hash, item_id (default: map documents by content)"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Store responses produced elsewhere as a run, then parse and score them like any sweep's.
 
     Nothing is written when a column is missing, the file is empty or a row cannot be decoded
     (exit 2, the message names the row and column). The import is a Prefect flow and a run of
-    kind ``import`` (see ``invarbench runs``).
+    kind ``import`` (see ``invarbench runs``); Inspect logs and lm-eval samples give one run per model.
     """
     cfg = _load(config)
+    if fmt != "table":
+        if model is not None:
+            fail(f"--model: not with --format {fmt}: the model is read from its files")
+        _import_foreign(file, fmt, mapping, config, cfg)
+        return
+    if model is None or mapping is not None:
+        fail("--model: a model name is needed" if model is None else "--mapping: only with --format lm-eval")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from flows.imports import import_responses as import_flow
     from flows.sweep import headline

@@ -1,7 +1,8 @@
-"""The import flows: ``import-responses`` (answers produced elsewhere, stored and scored as a run)
-and ``import-families`` (a parallel geometry set stored as one dataset of families).
+"""The import flows: ``import-responses`` (answers produced elsewhere, stored and scored as a run),
+``import-foreign`` (the same for Inspect logs and lm-eval samples: one run per model) and
+``import-families`` (a parallel geometry set stored as one dataset of families).
 
-Both are Prefect flows, so an import has a flow run (in the UI, and its id in ``runs``) and goes
+All are Prefect flows, so an import has a flow run (in the UI, and its id in ``runs``) and goes
 through the run lifecycle of every run (:mod:`tasks.runs.lifecycle`): a run of kind ``import`` or
 ``import-families`` that ends ``completed`` or ``failed``, then the catalog rebuilt. A file that
 cannot be imported raises before the run starts (ImportRejected, ImportFamiliesError,
@@ -10,6 +11,7 @@ ValidationFailed): nothing is written.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -17,7 +19,8 @@ from prefect import flow
 
 from tasks.config import load_config
 from tasks.environment import apply_defaults
-from tasks.imports import plan_import, run_config, store_import
+from tasks.imports import ImportPlan, plan_import, run_config, store_import
+from tasks.interop import plan_foreign
 from tasks.items.generate import family_rows
 from tasks.items.validate import validate_items
 from tasks.lake.store import write_new_items
@@ -33,14 +36,37 @@ def import_responses(file: str, model: str, config_path: str | None = None,
     apply_defaults()
     cfg = load_config(config_path, overrides)
     plan = plan_import(Path(file), model)
-    run = lifecycle.Run(cfg.lake_path, lifecycle.new_run_id(), "import", config=run_config(plan),
-                        models=canonical_json([model]), flow_run_id=lifecycle.flow_run_id())
-    with run.start(n_items=len(plan.items)):
-        summary = store_import(plan, cfg.lake_path, run.run_id)
-        run.finish(summary["message"], n_requests=summary["requests"], n_sent=0, n_cached=summary["cached"],
-                   n_errors=0)
+    summary = _store_run(cfg.lake_path, plan, run_config(plan))
     lifecycle.rebuild_catalog(cfg)
-    return {**summary, "flow_run_id": run.flow_run_id}
+    return summary
+
+
+def _store_run(lake: str, plan: ImportPlan, config: str) -> dict[str, Any]:
+    """Store one plan as a run of kind ``import``; its summary with the flow run id."""
+    run = lifecycle.Run(lake, lifecycle.new_run_id(), "import", config=config,
+                        models=canonical_json([plan.model]), flow_run_id=lifecycle.flow_run_id())
+    with run.start(n_items=len(plan.items)):
+        summary = store_import(plan, lake, run.run_id)
+        errors = sum(1 for r in plan.recorded.values() if r["status"] == "error")
+        run.finish(summary["message"], n_requests=summary["requests"], n_sent=0, n_cached=summary["cached"],
+                   n_errors=errors)
+    return {**summary, "model": plan.model, "flow_run_id": run.flow_run_id}
+
+
+@flow(name="import-foreign", log_prints=False)
+def import_foreign(source: str, fmt: str, mapping: str | None = None, config_path: str | None = None,
+                   overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Store another tool's results (``fmt``: ``inspect`` logs, ``lm-eval`` samples) as one import
+    run per model (:mod:`tasks.interop`); returns the runs' summaries and the samples left out."""
+    apply_defaults()
+    cfg = load_config(config_path, overrides)
+    planned = plan_foreign(Path(source), fmt, cfg.lake_path, Path(mapping) if mapping else None)
+    runs = [_store_run(cfg.lake_path, plan, canonical_json({
+        **json.loads(run_config(plan)), "format": fmt, "mapping": mapping,
+        "unmapped": len(planned.unmapped), "duplicates": planned.duplicates})) for plan in planned.plans]
+    lifecycle.rebuild_catalog(cfg)
+    return {"runs": runs, "unmapped": planned.unmapped, "duplicates": planned.duplicates,
+            "finish_reasons": planned.finish_reasons}
 
 
 @flow(name="import-families", log_prints=False)

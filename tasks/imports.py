@@ -125,6 +125,8 @@ class ImportPlan:
     answer_types: dict[str, str]
     ignored_columns: list[str] = field(default_factory=list)
     bins: dict[str, str] = field(default_factory=dict)  # bin as written → normalised label
+    # request_id → Response fields the source recorded (status, error, tokens, latency: tasks.interop)
+    recorded: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -377,10 +379,11 @@ def store_import(plan: ImportPlan, lake: str, run_id: str) -> dict[str, Any]:
     write_rows(lake, "requests", [request_row(run_id, req, 0) for req in plan.requests])
     ledger = lookup_ledger(lake, [req.request_id for req in plan.requests])
     fresh = [req for req in plan.requests if req.request_id not in ledger]
+    unrecorded = {"status": "ok", "error": None, "latency_s": None, "prompt_tokens": None, "completion_tokens": None}
     write_rows(lake, "responses", [asdict(Response(
-        response_id=uuid.uuid4().hex, request_id=req.request_id, run_id=run_id, model=plan.model, status="ok",
-        text=plan.texts[req.request_id], error=None, attempts=0, latency_s=None, prompt_tokens=None,
-        completion_tokens=None, created_at=now_utc())) for req in fresh])
+        response_id=uuid.uuid4().hex, request_id=req.request_id, run_id=run_id, model=plan.model,
+        text=plan.texts[req.request_id], attempts=0, created_at=now_utc(),
+        **{**unrecorded, **plan.recorded.get(req.request_id, {})})) for req in fresh])
     selection = Selection(run_ids=(run_id,))
     parsed = parse_responses(lake, selection)
     scored = score_trials(lake, selection, run_id)
