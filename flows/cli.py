@@ -1,7 +1,8 @@
 """The ``invarbench`` command line.
 
 Exit codes: 0 success; 1 a run failed (a failed expectation, a crashed stage); 2 bad input or
-configuration (nothing written).
+configuration (nothing written); 130 / 143 a sweep stopped by SIGINT / by SIGTERM or a
+cancellation in Prefect (tasks.runs.stopping).
 """
 
 from __future__ import annotations

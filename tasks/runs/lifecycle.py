@@ -194,7 +194,8 @@ class Run:
         """End the run on ``exc``: ``cancelled`` when a stop was requested (the exception is how the
         work stopped), else ``failed`` with the exception as its message."""
         if stopping.requested():
-            self.cancel(f"{stopping.reason()}: stopped; the next sweep sends only what has no answer", **counts)
+            how = str(exc) if isinstance(exc, stopping.StopNow) else "stopped"
+            self.cancel(f"{stopping.reason()}: {how}; the next sweep sends only what has no answer", **counts)
         else:
             self.fail(f"{type(exc).__name__}: {exc}", **counts)
 

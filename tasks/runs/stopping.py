@@ -35,7 +35,8 @@ POLL_S = 2.0
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 _event = threading.Event()
-_lock = threading.Lock()
+# Reentrant: the signal handler takes it in the main thread, which may hold it already.
+_lock = threading.RLock()
 _state: dict[str, Any] = {"reason": "", "signals": 0, "signum": 0}
 
 F = TypeVar("F", bound=Callable[..., Any])
