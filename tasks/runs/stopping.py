@@ -230,7 +230,8 @@ def stoppable(fn: F) -> F:
     def run(*args: Any, **kwargs: Any) -> Any:
         from prefect.runtime import flow_run
 
-        # A signal the CLI caught before the flow began stopped it from being called at all.
+        # Forgetting earlier requests loses none: a signal the CLI caught before this flow began kept it
+        # from being called, and a flow run in-process after a stopped one must not inherit its stop.
         reset()
         with on_signals(), watch_flow_run(str(flow_run.get_id() or "")):
             try:
