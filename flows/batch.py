@@ -38,6 +38,7 @@ from tasks.lake.compact import compact_written
 from tasks.lake.store import read
 from tasks.models import embedded
 from tasks.models.call import CallStats
+from tasks.runs import stopping
 
 BATCH_DEPLOYMENT = "sweep-batch/batch"
 POLL_SECONDS = 2.0
@@ -62,6 +63,7 @@ def load_items(lake: str, item_ids: Sequence[str]) -> list[dict[str, Any]]:
 
 
 @flow(name="sweep-batch", log_prints=False)
+@stopping.stoppable
 def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_id: str, model: str,
                 index: int, item_ids: list[str]) -> dict[str, Any]:
     """One (model, batch) unit of a dispatched sweep: call, parse and score; returns the call stats.
@@ -70,6 +72,7 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
     """
     apply_defaults()
     cfg = load_config(config_path, overrides)
+    stopping.configure(cfg.sweep.stop_grace_s, cfg.sweep.cancel_poll_s)
     rows = load_items(cfg.lake_path, item_ids)
     crashes_before = len(embedded.crashes())
     try:
@@ -80,6 +83,7 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
         # table and day: a worker keeps nothing aside for a run whose end is in another process.
         compact_written(cfg.lake_path)
     embedded.check_crashes(crashes_before)
+    stopping.raise_if_requested()  # what it answered is stored; the flow run ends Cancelled
     return asdict(stats)
 
 
@@ -107,8 +111,13 @@ def wait_for(ids: list[Any], on_done: Callable[[int], None]) -> list[FlowRun]:
     if not ids:
         return []
     done = -1
+    cancelled = False
     with get_client(sync_client=True) as client:
         while True:
+            if stopping.requested() and not cancelled:
+                # The units stop as this run does: running ones get their grace, queued ones never start.
+                stopping.cancel_flow_runs(client, ids)
+                cancelled = True
             # Counted, not listed: the API lists at most 200 runs per call, a sweep may have more units.
             final = client.count_flow_runs(flow_run_filter=_runs(ids, TERMINAL_STATES))
             if final != done:
@@ -138,7 +147,7 @@ def dispatch_units(lake: str, config_path: str | None, overrides: dict[str, Any]
         for model, i in units
     ]
     failed = wait_for([r.id for r in runs], on_done)
-    if failed:
+    if failed and not stopping.requested():  # a stopped sweep ends `cancelled` with what its units did
         # The state's message carries the unit's error (a dead embedded model names its signal).
         raise RuntimeError("batch flow run(s) did not complete: " + "; ".join(
             f"{r.name} ({r.state_name}{': ' + r.state.message if r.state and r.state.message else ''})"

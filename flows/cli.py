@@ -1,7 +1,8 @@
 """The ``invarbench`` command line.
 
 Exit codes: 0 success; 1 a run failed (a failed expectation, a crashed stage); 2 bad input or
-configuration (nothing written).
+configuration (nothing written); 130 / 143 a sweep stopped by SIGINT / by SIGTERM or a
+cancellation in Prefect (tasks.runs.stopping).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime as dt
+import gc
 import json
 import os
 import sys
@@ -31,7 +33,7 @@ from rich.table import Table
 
 from tasks.config import ConfigError, LakeError, load_config
 from tasks.environment import apply_defaults
-from tasks.runs import progress
+from tasks.runs import progress, stopping
 from tasks.suites.base import GeneratorError
 
 app = typer.Typer(help="invarbench: robustness of language models under answer-preserving transformations.",
@@ -132,18 +134,24 @@ def start_prefect_server() -> Callable[[], None]:
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         return lambda: None
-    # Imported here, not in the thread: two threads importing overlapping modules can deadlock.
-    from prefect.server.api.server import SubprocessASGIServer
+    # Created here, not in the thread: two threads importing overlapping modules can deadlock.
+    server = stopping.ephemeral_server()
+
+    up = threading.Event()
 
     def start() -> None:
         try:
-            SubprocessASGIServer().start()
+            server.start()
         except Exception:  # noqa: BLE001 - the flow's own start raises it again, with Prefect's message
             pass
+        up.set()
+        # The server dies with the thread that started it (stopping.ephemeral_server): this one
+        # lives as long as the process, so a SIGKILLed sweep takes its server with it.
+        threading.Event().wait()
 
     thread = threading.Thread(target=start, name="prefect-server-start", daemon=True)
     thread.start()
-    return thread.join
+    return up.wait
 
 
 def parse_date(option: str, value: str | None) -> dt.date | None:
@@ -199,8 +207,29 @@ def sweep(
     except ConfigError as exc:
         fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    with stopped_cleanly():
+        summary = _run_sweep(config, overrides, select)
+    _print_summary(summary)
+
+
+@contextlib.contextmanager
+def stopped_cleanly() -> Iterator[None]:
+    """SIGTERM and Ctrl-C stop the sweep cleanly (tasks.runs.stopping): it ends with exit code 130
+    or 143 and a message; the Prefect server this process started ends with it."""
+    from prefect.exceptions import CancelledRun
+
+    stopping.reset()
+    try:
+        with stopping.on_signals():
+            yield
+    except (CancelledRun, stopping.Stopped, stopping.StopNow) as exc:
+        why = str(exc) if isinstance(exc, stopping.StopNow) else stopping.reason()
+        fail(f"sweep stopped ({why}). Its run, if it had begun, reads `cancelled` (invarbench runs); every "
+             "answer received is stored, and the next sweep sends only what has none.", stopping.exit_code())
+
+
+def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> dict[str, Any]:
     server_up = start_prefect_server()
-    from flows.sweep import concurrency_rows
     from flows.sweep import sweep as sweep_flow
     from tasks.items.validate import ValidationFailed, prepare_validation
     from tasks.models.cost import BudgetExceeded
@@ -208,10 +237,11 @@ def sweep(
 
     prepare_validation()  # Great Expectations' import, while the server boots
     server_up()
+    stopping.raise_if_requested()
 
     try:
         with progress_bars():
-            summary = sweep_flow(str(config) if config else None, overrides, select=select)
+            return sweep_flow(str(config) if config else None, overrides, select=select)
     except ValidationFailed as exc:
         fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
     except EmbeddedModelCrashed as exc:
@@ -222,6 +252,12 @@ def sweep(
         fail(f"run failed: {exc}", 1)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
+    raise AssertionError("unreachable: fail() exits")
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from flows.sweep import concurrency_rows
+
     print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in summary["headline"]],
                title=f"run {summary['run_id']}: accuracy per task and bin")
     console.print(
@@ -577,6 +613,11 @@ def main() -> None:
     except LakeError as exc:  # any command on a lake it cannot use: a configuration problem, exit 2
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(2)
+    finally:
+        # The interpreter's last garbage collection walks every object Prefect, litellm and Great
+        # Expectations created: 10 s and more on a busy machine after a sweep, so a stopped sweep
+        # would linger. Nothing at exit needs those objects collected (atexit handlers still run).
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from tasks.lake.store import ensure_lake, read
 from tasks.models import embedded
 from tasks.models.call import CallStats
 from tasks.records import canonical_json
-from tasks.runs import lifecycle, progress
+from tasks.runs import lifecycle, progress, stopping
 
 
 def chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
@@ -102,6 +102,7 @@ def concurrency_rows(concurrency: dict[str, dict[str, int]]) -> list[dict[str, A
 
 
 @flow(name="sweep", log_prints=False)
+@stopping.stoppable
 def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = None,
           dispatch: bool = False, select: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """Run a sweep: every configured task on every configured model. Returns the run summary.
@@ -114,6 +115,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     apply_defaults()
     logger = get_run_logger()
     cfg = load_config(config_path, overrides).select(**(select or {}))
+    stopping.configure(cfg.sweep.stop_grace_s, cfg.sweep.cancel_poll_s)
     if dispatch:
         scale_out.require_server()
     lake, size = cfg.lake_path, cfg.sweep.batch_size
@@ -145,6 +147,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     # `crashed`; after validation, so that a sweep stopped by it has written nothing at all.
     for stale in lifecycle.mark_stale_crashed(lake):
         logger.warning("run %s marked crashed: %s", stale["run_id"], stale["message"])
+    stopping.raise_if_requested()  # stopped before its run began: nothing of it is written
     run = lifecycle.Run(lake, run_id, "sweep", config=canonical_json(cfg.resolved()),
                         models=canonical_json(cfg.sweep.models), flow_run_id=lifecycle.flow_run_id())
     run.start(n_items=len(rows))
@@ -170,12 +173,15 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
             else:
                 totals = CallStats()
                 for n, (model, i) in enumerate(units, 1):
+                    if stopping.requested():
+                        break
                     totals.add(run_unit(lake, batches[i], model, cfg, run_id, i))
                     units_done(n)
         finally:
             embedded.stop_all()  # the embedded models' worker processes end with the calls
         counts.update(n_requests=totals.requests, n_sent=totals.sent, n_cached=totals.cached,
                       n_errors=totals.errors)
+        stopping.raise_if_requested()  # the run ends `cancelled` below, with the counts of what it did
 
         catalog = lifecycle.rebuild_catalog(cfg)
         # Every other model has had its turn; what the dead worker had answered is stored.
@@ -197,7 +203,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
         }
     except BaseException as exc:
         # Without this row the run would read `running` until its heartbeat went stale.
-        run.fail(f"{type(exc).__name__}: {exc}", **counts)
+        run.end_with(exc, **counts)
         raise
     # A run whose batch jobs are still running is not done: the next sweep collects them.
     if totals.waiting:

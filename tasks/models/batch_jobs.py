@@ -16,7 +16,6 @@ through is a row in the lake and a Prefect artifact (key ``batch-job-<id>``).
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 import re
@@ -31,6 +30,7 @@ from tasks.models.cost import Budget, estimate_cost
 from tasks.models.pricing import price
 from tasks.models.routes import Caller
 from tasks.records import Request, Response
+from tasks.runs import stopping
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 STORED = "stored"  # our own final state: the job's lines are in the ledger
@@ -193,12 +193,13 @@ async def run_batch(caller: Caller, lake: str, requests: Sequence[Request], budg
     delay = caller.cfg.batch_poll_s
     kwargs = _provider_kwargs(caller)
     first = True
-    while jobs:
+    # A stopped sweep leaves its jobs to the provider: the next sweep collects them.
+    while jobs and not stopping.requested():
         if not first:
             left = (deadline - now_utc()).total_seconds()
             if left <= 0:
                 break
-            await asyncio.sleep(min(delay, left))
+            await stopping.sleep(min(delay, left))
             delay = min(delay * 2, MAX_POLL_S)
         first = False
         for batch_id, row in list(jobs.items()):

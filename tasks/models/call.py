@@ -30,6 +30,7 @@ from tasks.models.claims import Claims
 from tasks.models.cost import Budget, estimate_cost
 from tasks.models.routes import Caller, route_for
 from tasks.records import Request, Response, content_hash
+from tasks.runs import stopping
 from tasks.runs.lifecycle import mark_stale_crashed
 from tasks.scoring import parse as parsing
 
@@ -175,7 +176,7 @@ async def _send_all(caller: Caller, requests: list[Request], lake: str, budget: 
     async def worker() -> None:
         # A pool of `concurrency` workers, not one task per request: the budget's in-flight sum
         # then covers the requests actually in flight, not every request still queued.
-        while queue:
+        while queue and not stopping.requested():
             req = queue.pop()
             estimate = estimate_cost(caller.price, caller.messages(req), caller.cfg.max_tokens)
             if not budget.reserve(estimate):
@@ -190,7 +191,8 @@ async def _send_all(caller: Caller, requests: list[Request], lake: str, budget: 
 
     workers = [asyncio.ensure_future(worker()) for _ in range(min(caller.cfg.concurrency, len(requests)))]
     try:
-        await asyncio.gather(*workers)
+        # A stop lets the calls in flight finish (their answers are flushed below), then abandons them.
+        await stopping.wait_with_grace(workers)
     finally:
         if pending:
             flush()
@@ -225,7 +227,7 @@ async def _answer(caller: Caller, misses: list[Request], lake: str, budget: Budg
     renewer = asyncio.ensure_future(renew())
     try:
         pending = list(by_id)
-        while pending and not budget.stopped:
+        while pending and not budget.stopped and not stopping.requested():
             got = claims.claim(pending)
             out.elsewhere += got.answered
             progress(len(got.answered))
@@ -244,7 +246,7 @@ async def _answer(caller: Caller, misses: list[Request], lake: str, budget: Budg
             if pending:
                 # A claiming sweep that died on this machine frees its claims now, not at expiry.
                 mark_stale_crashed(lake)
-                await asyncio.sleep(claims.poll_s)
+                await stopping.sleep(claims.poll_s)
     finally:
         renewer.cancel()
     return out
@@ -275,6 +277,8 @@ def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig,
     ]
     stats = CallStats(trials=len(trials))
     for wave in range(max((len(t.steps) for t in trials), default=0)):
+        if stopping.requested():
+            break
         batch: list[tuple[_Trial, Request]] = []
         for t in trials:
             if t.stopped or wave >= len(t.steps):

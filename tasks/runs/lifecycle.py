@@ -3,7 +3,8 @@
 A run appends a row at each change of state and the latest row (by ``updated_at``) is its state
 (the ``runs`` view). :class:`Run` writes ``running`` when it starts, again every
 :data:`HEARTBEAT_SECONDS` from a background thread while it works (the heartbeat), and
-``completed`` or ``failed`` (with a message) at the end, and then merges the small files this
+``completed``, ``failed`` (with a message) or ``cancelled`` (stopped on request: a signal or a
+cancellation in Prefect, tasks.runs.stopping) at the end, and then merges the small files this
 process wrote for it (tasks.lake.compact).
 
 A process that is killed (SIGKILL, out of memory, power loss) writes nothing more, so its run
@@ -37,6 +38,7 @@ import duckdb
 from tasks.config import Config
 from tasks.lake.compact import compact_written
 from tasks.lake.store import build_catalog, now_utc, read, write_rows
+from tasks.runs import stopping
 
 # A live run writes a heartbeat row this often...
 HEARTBEAT_SECONDS = 60.0
@@ -110,8 +112,8 @@ class Run:
 
     ``counts`` (``n_items``, ``n_requests``, ...) given to any method are kept and repeated in
     every later row, heartbeats included. As a context manager (``with Run(...).start() as run:``)
-    an exception ends the run ``failed`` with its message, and a block that did not end the run
-    ends it ``completed``.
+    an exception ends the run ``failed`` with its message (``cancelled`` when a stop was requested),
+    and a block that did not end the run ends it ``completed``.
     """
 
     def __init__(self, lake: str, run_id: str, kind: str, *, config: str, models: str, flow_run_id: str = "",
@@ -154,7 +156,7 @@ class Run:
                  tb: TracebackType | None) -> None:
         # Without the failed row the run would read `running` until its heartbeat went stale.
         if exc is not None:
-            self.fail(f"{type(exc).__name__}: {exc}")
+            self.end_with(exc)
         else:
             self.finish()  # nothing when the block already ended the run
 
@@ -182,6 +184,20 @@ class Run:
     def fail(self, message: str, **counts: Any) -> None:
         """Write the ``failed`` row with ``message`` (why) and stop the heartbeat."""
         self._end("failed", message[:2000], counts)
+
+    def cancel(self, message: str, **counts: Any) -> None:
+        """Write the ``cancelled`` row (stopped on request; ``message`` says by whom and what is
+        left) and stop the heartbeat."""
+        self._end("cancelled", message[:2000], counts)
+
+    def end_with(self, exc: BaseException, **counts: Any) -> None:
+        """End the run on ``exc``: ``cancelled`` when a stop was requested (the exception is how the
+        work stopped), else ``failed`` with the exception as its message."""
+        if stopping.requested():
+            how = str(exc) if isinstance(exc, stopping.StopNow) else "stopped"
+            self.cancel(f"{stopping.reason()}: {how}; the next sweep sends only what has no answer", **counts)
+        else:
+            self.fail(f"{type(exc).__name__}: {exc}", **counts)
 
     def _end(self, status: str, message: str | None, counts: dict[str, Any]) -> None:
         self._stop.set()

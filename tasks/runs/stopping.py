@@ -1,0 +1,271 @@
+"""Stopping a run promptly and cleanly: one stop request per process, asked for by a signal
+(SIGTERM, SIGINT) or by a cancellation in the Prefect UI or API, and honoured by the work.
+
+Whoever wants the run to end calls :func:`request`; the work reads :func:`requested` before it
+starts anything new (the call stage before each request, the sweep before each unit). Requests
+already in flight get :data:`GRACE_S` to finish, so their answers are written and never paid
+twice (:func:`wait_with_grace`). A second signal stops at once: the handler raises
+:class:`StopNow` wherever the main thread is.
+
+:func:`stoppable` wraps a flow: while it runs, SIGTERM and SIGINT request a stop instead of
+killing the process (in a deployment run, Prefect's runner sends SIGTERM to cancel it), a thread
+polls the flow run's state every :data:`POLL_S` so that a run started outside any worker (the
+CLI's) sees a cancellation set through the API, and a flow that stopped ends ``Cancelled`` in
+Prefect. The run itself records ``cancelled`` in ``runs`` (tasks.runs.lifecycle), which releases
+its claims on requests (the ``live_claims`` view).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import signal
+import threading
+import uuid
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+log = logging.getLogger(__name__)
+
+# How long requests in flight may take to finish once a stop is requested (seconds).
+GRACE_S = 5.0
+# How often a running flow asks Prefect whether it was cancelled (seconds).
+POLL_S = 2.0
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+_event = threading.Event()
+# Reentrant: the signal handler takes it in the main thread, which may hold it already.
+_lock = threading.RLock()
+_state: dict[str, Any] = {"reason": "", "signals": 0, "signum": 0}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Stopped(Exception):
+    """The run ended early because a stop was requested; ``str()`` says who asked."""
+
+
+class StopNow(BaseException):
+    """A second signal: stop at once, abandoning calls in flight (BaseException, like
+    KeyboardInterrupt, so that no ``except Exception`` holds it up)."""
+
+
+def request(reason: str) -> None:
+    """Ask the run of this process to stop (the first reason given is kept)."""
+    with _lock:
+        if not _event.is_set():
+            _state["reason"] = reason
+            _event.set()
+            log.warning("stopping: %s; no new calls start, calls in flight get %.0f s", reason, GRACE_S)
+
+
+def configure(grace_s: float, poll_s: float) -> None:
+    """Set the grace period and the poll interval (``[sweep] stop_grace_s``, ``cancel_poll_s``)."""
+    global GRACE_S, POLL_S
+    GRACE_S, POLL_S = grace_s, poll_s
+
+
+def requested() -> bool:
+    """True once a stop was requested."""
+    return _event.is_set()
+
+
+def reason() -> str:
+    """Why the run is stopping (empty when it is not)."""
+    return _state["reason"]
+
+
+def exit_code() -> int:
+    """The exit code of a process that stopped: 128 + the signal's number (130 for SIGINT, 143 for
+    SIGTERM and for a cancellation through Prefect, which a worker delivers as SIGTERM)."""
+    return 128 + (_state["signum"] or signal.SIGTERM)
+
+
+def raise_if_requested() -> None:
+    """Raise :class:`Stopped` when a stop was requested."""
+    if requested():
+        raise Stopped(reason())
+
+
+def reset() -> None:
+    """Forget any stop request (a new run in the same process starts clean)."""
+    with _lock:
+        _event.clear()
+        _state.update(reason="", signals=0, signum=0)
+
+
+def _handle(signum: int, frame: Any) -> None:
+    with _lock:
+        _state["signals"] += 1
+        second = _state["signals"] > 1
+        _state["signum"] = _state["signum"] or signum
+    name = signal.Signals(signum).name
+    if second:
+        raise StopNow(f"stopped at once by a second signal ({name}); calls in flight were abandoned")
+    request(f"{name} received")
+
+
+@contextlib.contextmanager
+def on_signals() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGINT request a stop (the second raises StopNow); the
+    previous handlers come back after it. Outside the main thread signals cannot be caught here,
+    and nothing is installed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _handle) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _cancelled_in_prefect(flow_run_id: str) -> bool:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(uuid.UUID(flow_run_id)).state
+    return state is not None and (state.is_cancelling() or state.is_cancelled())
+
+
+@contextlib.contextmanager
+def watch_flow_run(flow_run_id: str) -> Iterator[None]:
+    """While the block runs, poll the flow run's state every POLL_S and request a stop once it is
+    Cancelling or Cancelled (a cancellation from the UI or API)."""
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(POLL_S) and not requested():
+            try:
+                if _cancelled_in_prefect(flow_run_id):
+                    request("cancelled in Prefect")
+            except Exception:  # noqa: BLE001 - an unreachable API must not end the run; the next poll may reach it
+                log.debug("flow run %s: state not read", flow_run_id, exc_info=True)
+
+    thread = threading.Thread(target=poll, daemon=True, name=f"cancel-watch-{flow_run_id}")
+    if flow_run_id:
+        thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if thread.is_alive():
+            thread.join()
+
+
+def cancel_flow_runs(client: Any, ids: list[Any], chunk: int = 200) -> int:
+    """Cancel the flow runs of ``ids`` that are not final, as the Prefect UI does (Cancelling: a
+    worker stops a running one with SIGTERM, one not started yet becomes Cancelled); returns how
+    many were asked. ``client`` is a sync Prefect client."""
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import TERMINAL_STATES, StateType
+    from prefect.states import Cancelling
+
+    live = [s for s in StateType if s not in TERMINAL_STATES]
+    asked = 0
+    for start in range(0, len(ids), chunk):
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            id=FlowRunFilterId(any_=ids[start:start + chunk]),
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=live))), limit=chunk)
+        for run in runs:
+            client.set_flow_run_state(run.id, Cancelling(message=f"invarbench: {reason() or 'stopped'}"))
+            asked += 1
+    return asked
+
+
+def _die_with_parent() -> None:
+    # In the child between fork and exec: PR_SET_PDEATHSIG (1) = SIGTERM. Linux only; elsewhere
+    # the server ends by atexit alone.
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+def ephemeral_server() -> Any:
+    """Prefect's temporary API server for this process (``SubprocessASGIServer``, one per process:
+    the flow finds and uses it), whose process starts in a session of its own when it starts.
+
+    Ctrl-C reaches the terminal's whole process group: the server would shut down while the
+    stopping sweep still records its flow run's end (and the sweep would then retry the API for
+    minutes). In its own session it lives until ``atexit`` stops it, or gets SIGTERM from the
+    kernel when the thread that started it ends (``PR_SET_PDEATHSIG``): start it from a thread
+    that lives as long as the process, and a SIGKILLed sweep leaves no server behind either.
+    """
+    import subprocess
+    import types
+
+    from prefect.server.api import server as server_module
+
+    class OwnSessionServer(server_module.SubprocessASGIServer):
+        def _run_uvicorn_command(self) -> Any:
+            # Popen is the only use of `subprocess` in this call; the module sees the shim only here.
+            real = server_module.subprocess
+            server_module.subprocess = types.SimpleNamespace(
+                Popen=functools.partial(subprocess.Popen, start_new_session=True, preexec_fn=_die_with_parent))
+            try:
+                return super()._run_uvicorn_command()
+            finally:
+                server_module.subprocess = real
+
+    return OwnSessionServer()
+
+
+def stoppable(fn: F) -> F:
+    """Make a flow function stoppable (put it under ``@flow``): signals and a Prefect cancellation
+    request a stop while it runs, and a flow that stopped returns a Cancelled state, so the flow
+    run reads Cancelled (calling the flow then raises prefect's CancelledRun)."""
+    from prefect.states import Cancelled
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        from prefect.runtime import flow_run
+
+        # Forgetting earlier requests loses none: a signal the CLI caught before this flow began kept it
+        # from being called, and a flow run in-process after a stopped one must not inherit its stop.
+        reset()
+        with on_signals(), watch_flow_run(str(flow_run.get_id() or "")):
+            try:
+                return fn(*args, **kwargs)
+            except Exception:
+                if not requested():
+                    raise
+        return Cancelled(message=f"invarbench: stopped ({reason()})")
+
+    return run  # type: ignore[return-value]
+
+
+async def sleep(seconds: float, every_s: float = 0.1) -> None:
+    """``asyncio.sleep(seconds)`` that ends early once a stop is requested."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    while not requested() and loop.time() < end:
+        await asyncio.sleep(min(every_s, end - loop.time()))
+
+
+async def wait_with_grace(tasks: Iterable[asyncio.Future[Any]], every_s: float = 0.1) -> None:
+    """Wait for ``tasks``; once a stop is requested give those still running GRACE_S more, then
+    cancel the rest. Exceptions of the tasks propagate as ``asyncio.gather`` would raise them."""
+    pending = set(tasks)
+    while pending and not requested():
+        done, pending = await asyncio.wait(pending, timeout=every_s, return_when=asyncio.FIRST_EXCEPTION)
+        for t in done:
+            t.result()  # re-raise a task's error here, as gather would
+    if pending:
+        _, late = await asyncio.wait(pending, timeout=GRACE_S)
+        for t in late:
+            t.cancel()
+        if late:
+            log.warning("stopping: %d call(s) did not finish within %.0f s and were abandoned", len(late), GRACE_S)
+        for t in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
