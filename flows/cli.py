@@ -23,11 +23,14 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from tasks.config import ConfigError, LakeError, load_config
 from tasks.environment import apply_defaults
@@ -94,9 +97,12 @@ class RichListener:
         self.finished: collections.deque = collections.deque()
 
     def start(self, name: str, total: int) -> object:
-        return self.bar.add_task(name, total=total)
+        return self.bar.add_task(name, total=total, errors=0)
 
-    def advance(self, handle: object, n: int) -> None:
+    def advance(self, handle: object, n: int, errors: int = 0) -> None:
+        if errors:
+            task = next(t for t in self.bar.tasks if t.id == handle)
+            self.bar.update(handle, errors=task.fields.get("errors", 0) + errors)
         self.bar.advance(handle, n)
 
     def finish(self, handle: object) -> None:
@@ -106,10 +112,19 @@ class RichListener:
         self.bar.refresh()
 
 
+class RateColumn(ProgressColumn):
+    """A running stage's units per second, and its errors when it has any (a model's calls)."""
+
+    def render(self, task: Task) -> Text:
+        rate = f"{task.speed:.1f}/s" if task.speed and not task.finished else ""
+        errors = task.fields.get("errors", 0)
+        return Text(f"{rate} {errors} errors".strip() if errors else rate)
+
+
 @contextlib.contextmanager
 def progress_bars() -> Iterator[None]:
     """Show the progress of long stages (tasks.runs.progress) as bars on stderr while the block runs."""
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
     progress.set_listener(RichListener(bar))
     try:

@@ -99,10 +99,11 @@ class ModelStream:
 
     def __init__(self, name: str, cfg: ModelConfig, run_id: str, lake: str, budget: Budget,
                  sweep: SweepConfig | None = None, samples: int = 1,
-                 on_progress: Callable[[int], None] | None = None, on_batch: Callable[[int], None] | None = None):
+                 on_progress: Callable[..., None] | None = None, on_batch: Callable[[int], None] | None = None):
         sweep = sweep or SweepConfig()
         self.name, self.cfg, self.run_id, self.lake, self.budget, self.samples = name, cfg, run_id, lake, budget, samples
-        self.progress = on_progress or (lambda n: None)
+        # progress(n, errors=0): n requests done (sent, cached or given up), errors among them
+        self.progress = on_progress or (lambda n, errors=0: None)
         self.on_batch = on_batch or (lambda index: None)
         self.claims = Claims(lake, run_id, sweep.claim_lease_s, sweep.claim_settle_s)
         self.route, self.sampling = route_for(cfg), cfg.sampling()
@@ -267,7 +268,7 @@ class ModelStream:
 
         def answered(resp: Response) -> None:
             outstanding.discard(resp.request_id)
-            self.progress(1)
+            self.progress(1, errors=int(resp.status == "error"))
 
         renewer = asyncio.ensure_future(renew())
         try:
@@ -333,7 +334,7 @@ async def run_streams(streams: Sequence[tuple[ModelStream, Batches]],
 
 
 def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig, run_id: str, lake: str,
-              samples: int = 1, on_progress: Callable[[int], None] | None = None,
+              samples: int = 1, on_progress: Callable[..., None] | None = None,
               sweep: SweepConfig | None = None) -> CallStats:
     """Run every trial of ``rows`` × ``samples`` on one model; write requests and responses to the lake.
 
