@@ -254,6 +254,7 @@ def sweep(
                   f"earlier family of its suite (one problem counts once)[/]", highlight=False)
     print_rows(summary["cost"], title="tokens and cost of this run (USD; empty = no price known)")
     print_rows(concurrency_rows(summary["concurrency"]), title="adaptive concurrency")
+    print_rows(summary["models"], title="calls per model (wall_s: its stream from start to end)")
     if summary["waiting"]:
         err.print(f"[yellow]{summary['waiting']} request(s) wait in provider batch jobs: the run is `waiting`; "
                   "the next sweep collects the finished jobs[/]")

@@ -105,7 +105,7 @@ def concurrency_rows(concurrency: dict[str, dict[str, int]]) -> list[dict[str, A
 
 
 def model_rows(per_model: dict[str, CallStats]) -> list[dict[str, Any]]:
-    """Per model: its wall time from first request to last, and what it sent."""
+    """Per model: the wall time of its stream (start to end; 0 for dispatched units), and what it sent."""
     return [{"model": m, "wall_s": round(s.elapsed_s, 2), "requests": s.requests, "sent": s.sent,
              "cached": s.cached, "errors": s.errors, "unsent": s.unsent} for m, s in per_model.items()]
 
