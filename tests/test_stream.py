@@ -67,6 +67,11 @@ def test_a_slow_model_does_not_hold_back_a_fast_one(tmp_path):
         "slow": 12, "fast": 12}
     dup = lake_query(tmp_path, "SELECT request_id FROM responses GROUP BY request_id HAVING count(*) > 1")
     assert dup == []
+    # Stages overlap: the first batches were scored while the slow model's calls went on.
+    [overlap] = lake_query(tmp_path, """
+        SELECT (SELECT min(created_at) FROM raw_scores)
+             < (SELECT max(created_at) FROM responses WHERE model = 'slow') AS scored_while_calling""")
+    assert overlap["scored_while_calling"]
 
 
 def test_a_models_budget_stops_its_calls_while_the_others_go_on(tmp_path):
