@@ -27,6 +27,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from tasks.config import ModelConfig, SweepConfig
 from tasks.lake.store import write_rows
+from tasks.models import embedded
 from tasks.models.batch_jobs import run_batch
 from tasks.models.call import (
     CallStats,
@@ -107,6 +108,7 @@ class ModelStream:
         self.on_batch = on_batch or (lambda index: None)
         self.claims = Claims(lake, run_id, sweep.claim_lease_s, sweep.claim_settle_s)
         self.route, self.sampling = route_for(cfg), cfg.sampling()
+        self.embedded = cfg.model.split("/", 1)[1] if cfg.provider == "local" else ""  # its worker's name
         self.stats = CallStats()
         self.caller: Caller | None = None
         self.queue: asyncio.Queue[tuple[Request, asyncio.Future[Response | None], Callable[[Response], None]]]
@@ -125,10 +127,14 @@ class ModelStream:
         self.caller = Caller.create(self.name, self.cfg, self.run_id)
         throttled_before = self.caller.local.throttled
         self.queue = asyncio.Queue(maxsize=2 * self.cfg.concurrency)
-        gate = asyncio.Semaphore(LOOKAHEAD)
+        # An embedded model takes its batches one at a time: a worker that died is started again
+        # for the next batch (tasks.models.embedded), so a batch must not overlap the next one.
+        gate = asyncio.Semaphore(1 if self.embedded else LOOKAHEAD)
 
         async def one(index: int, rows: Sequence[dict[str, Any]]) -> None:
             async with gate:
+                if self.embedded:
+                    embedded.begin_batch(self.embedded)
                 await self._batch(rows)
             await self.writer.drain()  # its responses are in the lake before anyone parses them
             self.on_batch(index)
@@ -319,13 +325,13 @@ async def run_streams(streams: Sequence[tuple[ModelStream, Batches]],
 
     async def embedded_in_turn() -> None:
         for i, (stream, _) in enumerate(streams):
-            if stream.cfg.provider == "local":
+            if stream.embedded:
                 await one(i)
 
     try:
         async with asyncio.TaskGroup() as group:
             for i, (stream, _) in enumerate(streams):
-                if stream.cfg.provider != "local":
+                if not stream.embedded:
                     group.create_task(one(i))
             group.create_task(embedded_in_turn())
     except BaseExceptionGroup as errors:
