@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import (ROOT, Figure, Journal, Scale, bench_script, cli, code_version, last_json, run,
-                          sweep_config, write_config)
+from bench.common import (ROOT, Figure, Journal, Scale, bench_script, cli, code_version, last_json,
+                          lissard_suites, run, sweep_config, write_config)
 from bench.views import METRIC_VIEWS
 
 SERVER_LATENCY_S = 0.05
@@ -468,7 +468,63 @@ def fig9_memory(ctx: Context) -> list[Figure]:
             for what, values in ctx.memory.items()]
 
 
+# --------------------------------------------------------------------------------------------
+# 10. Several models in one sweep: four models against one model, the same items
+
+
+MULTI_LATENCY_S = 0.2
+MULTI_CONCURRENCY = 8
+MULTI_MODELS = 4
+
+
+def _multi_config(path: Path, warehouse: Path, n_models: int, api_base: str, n_items: int) -> Path:
+    # Each model its own route (model name), so their requests differ and none answers another's.
+    models = [f"bench-{chr(ord('a') + k)}" for k in range(n_models)]
+    return write_config(path, {
+        "warehouse": {"path": str(warehouse)},
+        "sweep": {"models": models, "report": False},
+        **{f'models."{m}"': {"model": f"openai/{m}", "api_base": api_base, "concurrency": MULTI_CONCURRENCY,
+                             "timeout_s": 120.0, "retries": 0} for m in models},
+        **lissard_suites(n_items),
+    })
+
+
+def fig10_multi_model(ctx: Context) -> list[Figure]:
+    """Wall time of a cold sweep of four models and of one model on the same items (200 ms,
+    concurrency 8 each, one loopback server); with ``BENCH_BEFORE=<checkout>``, the same with that
+    checkout's code in the same rounds, side by side."""
+    n = ctx.scale.n(2000, minimum=200)
+    base = ctx.dir("fig10", fresh=True)
+    before = os.environ.get("BENCH_BEFORE")
+    codes = [("this code", ROOT)] + ([("before (" + Path(before).name + ")", Path(before))] if before else [])
+    walls: dict[tuple[str, int], list[float]] = {(label, k): [] for label, _ in codes for k in (1, MULTI_MODELS)}
+    with Loopback(MULTI_LATENCY_S) as server:
+        for rep in range(ctx.repeats):
+            for c, (label, code) in enumerate(codes):
+                for k in (1, MULTI_MODELS):
+                    config = _multi_config(base / f"c{c}-m{k}-{rep}.toml", base / f"wh-c{c}-m{k}-{rep}", k,
+                                           server.api_base, n)
+                    r = run(cli("sweep", "--config", str(config)), ctx.workdir, cwd=code,
+                            extra_env={"PYTHONPATH": str(code)}).check(f"{label} sweep of {k} model(s)")
+                    walls[(label, k)].append(r.seconds)
+                    ctx.log(f"  fig10 rep {rep} {label}: {k} model(s) {r.seconds:.1f} s")
+    items = _items_of(r.stdout, n)
+    figures = []
+    for label, _ in codes:
+        one, four = walls[(label, 1)], walls[(label, MULTI_MODELS)]
+        cmd = (f"invarbench sweep, {items} Lissard items, loopback {MULTI_LATENCY_S * 1000:.0f} ms, "
+               f"concurrency {MULTI_CONCURRENCY} per model")
+        first = label == codes[0][0]
+        figures += [
+            Figure(10, f"{label}: one model, wall", "s", one, command=cmd),
+            Figure(10, f"{label}: {MULTI_MODELS} models, wall", "s", four, command=cmd),
+            Figure(10, f"{label}: {MULTI_MODELS} models / one model", "ratio", [f / o for f, o in zip(four, one)],
+                   target="< 1.3" if first else "", bound=("<", 1.3) if first else None),
+        ]
+    return figures
+
+
 FIGURES = {
     1: fig1_call_throughput, 2: fig2_3_overhead, 4: fig4_rescore, 5: fig5_views, 6: fig6_report,
-    7: fig7_cli_start, 8: fig8_embedded, 9: fig9_memory,
+    7: fig7_cli_start, 8: fig8_embedded, 9: fig9_memory, 10: fig10_multi_model,
 }

@@ -43,7 +43,7 @@ from bench.figures import FIGURES, Context  # noqa: E402
 TITLES = {
     1: "Call throughput against a loopback server (50 ms)", 2: "Pipeline overhead at zero model latency",
     3: "Ledger hits", 4: "Re-scoring", 5: "Views", 6: "Report", 7: "CLI start", 8: "Embedded model",
-    9: "Memory",
+    9: "Memory", 10: "Several models at once (4 models / 1 model)",
 }
 
 

@@ -3,7 +3,8 @@
 ``sweep(dispatch=True)`` generates, validates and stores the items as usual, then creates one
 flow run of the ``sweep-batch/batch`` deployment per unit (:func:`dispatch_units`). A unit reads
 its items from the lake by id, and runs call → parse → score exactly as a local sweep does
-(:func:`flows.stages.run_unit`). Each request belongs to exactly one unit and the ledger
+(:func:`flows.stages.run_unit`, which streams the unit's requests as a local sweep streams a
+model's: :mod:`tasks.models.stream`). Each request belongs to exactly one unit and the ledger
 anti-join sends only what has no ``ok`` response yet, so the workers together store one response
 per request, also when a unit is run again after a crash.
 
@@ -87,18 +88,21 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
     return asdict(stats)
 
 
-def lake_totals(lake: str, run_id: str) -> CallStats:
-    """A run's call totals from the lake: requests recorded, responses received, errors among them,
-    and requests still waiting in batch jobs the run submitted."""
-    row = read(lake, """
-        SELECT (SELECT count(*) FROM run_requests WHERE run_id = $1) AS requests,
-               (SELECT count(*) FROM responses WHERE run_id = $1) AS sent,
-               (SELECT count(*) FROM responses WHERE run_id = $1 AND status = 'error') AS errors,
-               (SELECT count(*) FROM batch_jobs, unnest(request_ids) AS t(request_id)
-                WHERE run_id = $1 AND status <> 'stored') AS waiting""",
-               [run_id])[0]
-    return CallStats(requests=row["requests"], sent=row["sent"], cached=row["requests"] - row["sent"] - row["waiting"],
-                     errors=row["errors"], waiting=row["waiting"])
+def lake_totals(lake: str, run_id: str) -> dict[str, CallStats]:
+    """A run's call totals per model from the lake: requests recorded, responses received, errors
+    among them, and requests still waiting in batch jobs the run submitted."""
+    rows = read(lake, """
+        WITH req AS (SELECT model, count(*) AS requests FROM run_requests WHERE run_id = $1 GROUP BY model),
+             got AS (SELECT model, count(*) AS sent, count(*) FILTER (WHERE status = 'error') AS errors
+                     FROM responses WHERE run_id = $1 GROUP BY model),
+             wait AS (SELECT model, count(*) AS waiting FROM batch_jobs, unnest(request_ids) AS t(request_id)
+                      WHERE run_id = $1 AND status <> 'stored' GROUP BY model)
+        SELECT model, requests, coalesce(sent, 0) AS sent, coalesce(errors, 0) AS errors,
+               coalesce(waiting, 0) AS waiting
+        FROM req LEFT JOIN got USING (model) LEFT JOIN wait USING (model)""",
+               [run_id])
+    return {r["model"]: CallStats(requests=r["requests"], sent=r["sent"], errors=r["errors"], waiting=r["waiting"],
+                                  cached=r["requests"] - r["sent"] - r["waiting"]) for r in rows}
 
 
 def _runs(ids: list[Any], states: set[StateType]) -> FlowRunFilter:
@@ -131,8 +135,8 @@ def wait_for(ids: list[Any], on_done: Callable[[int], None]) -> list[FlowRun]:
 
 def dispatch_units(lake: str, config_path: str | None, overrides: dict[str, Any] | None, run_id: str,
                    units: list[tuple[str, int]], batches: list[list[dict[str, Any]]],
-                   on_done: Callable[[int], None]) -> CallStats:
-    """Create one ``sweep-batch`` flow run per unit, wait for all, and return the run's totals.
+                   on_done: Callable[[int], None]) -> dict[str, CallStats]:
+    """Create one ``sweep-batch`` flow run per unit, wait for all, and return the run's totals per model.
 
     Raises RuntimeError naming the units whose flow run did not complete.
     """

@@ -25,11 +25,14 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from tasks.config import ConfigError, LakeError, load_config
 from tasks.environment import apply_defaults
@@ -96,9 +99,12 @@ class RichListener:
         self.finished: collections.deque = collections.deque()
 
     def start(self, name: str, total: int) -> object:
-        return self.bar.add_task(name, total=total)
+        return self.bar.add_task(name, total=total, errors=0)
 
-    def advance(self, handle: object, n: int) -> None:
+    def advance(self, handle: object, n: int, errors: int = 0) -> None:
+        if errors:
+            task = next(t for t in self.bar.tasks if t.id == handle)
+            self.bar.update(handle, errors=task.fields.get("errors", 0) + errors)
         self.bar.advance(handle, n)
 
     def finish(self, handle: object) -> None:
@@ -108,10 +114,19 @@ class RichListener:
         self.bar.refresh()
 
 
+class RateColumn(ProgressColumn):
+    """A running stage's units per second, and its errors when it has any (a model's calls)."""
+
+    def render(self, task: Task) -> Text:
+        rate = f"{task.speed:.1f}/s" if task.speed and not task.finished else ""
+        errors = task.fields.get("errors", 0)
+        return Text(f"{rate} {errors} errors".strip() if errors else rate)
+
+
 @contextlib.contextmanager
 def progress_bars() -> Iterator[None]:
     """Show the progress of long stages (tasks.runs.progress) as bars on stderr while the block runs."""
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
     progress.set_listener(RichListener(bar))
     try:
@@ -275,6 +290,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
                   f"earlier family of its suite (one problem counts once)[/]", highlight=False)
     print_rows(summary["cost"], title="tokens and cost of this run (USD; empty = no price known)")
     print_rows(concurrency_rows(summary["concurrency"]), title="adaptive concurrency")
+    print_rows(summary["models"], title="calls per model (wall_s: its stream from start to end)")
     if summary["waiting"]:
         err.print(f"[yellow]{summary['waiting']} request(s) wait in provider batch jobs: the run is `waiting`; "
                   "the next sweep collects the finished jobs[/]")

@@ -1,9 +1,11 @@
-"""The sweep's Prefect tasks, one task run per batch, shared by :mod:`flows.sweep` (a sweep in
-one process) and :mod:`flows.batch` (its (model, batch) units as flow runs on workers).
+"""The sweep's Prefect tasks, shared by :mod:`flows.sweep` (a sweep in one process) and
+:mod:`flows.batch` (its (model, batch) units as flow runs on workers).
 
-Each task is named for what it does to a batch (``validate_batch``, ``call_batch``, ...); the
-plain functions behind them (:mod:`tasks`) carry no suffix. :func:`run_unit` is one model on one
-batch: call, then parse and score what it answered.
+Each task is named for what it does (``validate_batch``, ``call_model``, ...); the plain functions
+behind them (:mod:`tasks`) carry no suffix. :func:`stream_sweep` is a sweep's calls in one process:
+one ``call-<model>`` task run per model, all at once (:mod:`tasks.models.stream`), while a
+:class:`Finisher` thread parses and scores each batch a model has finished. :func:`run_unit` is
+one model on one batch (a dispatched unit): call, then parse and score what it answered.
 
 Callers pass a batch's rows (and a selection's item ids) wrapped in Prefect's ``quote``: Prefect
 otherwise walks every task parameter, each row dict and each of its strings, twice per task run
@@ -13,7 +15,13 @@ tasks receive the plain value either way.
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import contextlib
+import contextvars
+import queue
+import re
+import threading
+from typing import Any, Callable, Sequence
 
 from prefect import task
 from prefect.cache_policies import NONE
@@ -24,8 +32,9 @@ from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import validate_items
 from tasks.lake.compact import compact_written
 from tasks.lake.store import read, write_new_items
-from tasks.models.call import CallStats, run_calls, step_plan
-from tasks.models.cost import BudgetExceeded
+from tasks.models.call import CallStats, step_plan
+from tasks.models.cost import Budget, BudgetExceeded
+from tasks.models.stream import Batches, ModelStream, run_calls, run_streams
 from tasks.runs import progress
 from tasks.scoring.score import StageStats, parse_responses, score_trials
 from tasks.scoring.selection import Selection
@@ -62,7 +71,7 @@ def store_items_batch(lake: str, rows: list[dict[str, Any]], index: int) -> int:
     return write_new_items(lake, rows)
 
 
-@task(name="call", task_run_name="call-{model}-batch-{index}", cache_policy=NONE)
+@task(name="call-batch", task_run_name="call-{model}-batch-{index}", cache_policy=NONE)
 def call_batch(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
     """Every trial of the batch on one model; only ledger misses are sent."""
     total = sum(len(step_plan(r)) for r in rows) * cfg.sweep.samples
@@ -88,16 +97,97 @@ def score_batch(lake: str, selection: Selection, run_id: str, model: str, index:
     return stats
 
 
-def run_unit(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
-    """One model on one batch: call the model, then parse and score what it answered. The unit's
-    files are merged when it ends, so that the next units' reads open one file per unit."""
+@task(name="call", task_run_name="call-{model}", cache_policy=NONE)
+async def call_model(stream: ModelStream, batches: Batches, model: str) -> CallStats:
+    """Every batch of the sweep on one model, as one stream of requests."""
+    return await stream.run(batches)
+
+
+def finish_unit(lake: str, rows: Sequence[dict[str, Any]], model: str, run_id: str, index: int) -> None:
+    """Parse and score what one model answered for one batch, then merge the files written so far,
+    so that later reads open one file per unit."""
     try:
-        stats = call_batch(lake, quote(rows), model, cfg, run_id, index)
         selection = quote(Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows)))
         parse_batch(lake, selection, model, index)
         score_batch(lake, selection, run_id, model, index)
     finally:
         compact_written(lake, final=False)
+
+
+class Finisher:
+    """A thread that parses and scores each (model, batch) whose calls are done while the calls go
+    on. Its queue holds batch numbers only, so the calls never wait for it; the thread runs in the
+    caller's context, so its task runs belong to the sweep's flow run."""
+
+    def __init__(self, lake: str, run_id: str, batches: Sequence[Sequence[dict[str, Any]]],
+                 on_done: Callable[[str], None]):
+        self.lake, self.run_id, self.batches, self.on_done = lake, run_id, batches, on_done
+        self.queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=contextvars.copy_context().run, args=(self._loop,),
+                                       name="parse-score", daemon=True)
+        self.thread.start()
+
+    def batch_done(self, model: str, index: int) -> None:
+        """Queue a finished (model, batch) for parsing and scoring."""
+        self.queue.put((model, index))
+
+    def _loop(self) -> None:
+        while (unit := self.queue.get()) is not None:
+            if self.error is None:  # after a failure, units are left for the next sweep's rescore
+                model, index = unit
+                try:
+                    finish_unit(self.lake, self.batches[index], model, self.run_id, index)
+                    self.on_done(model)
+                except BaseException as exc:  # noqa: BLE001 - raised by close(), in the flow's thread
+                    self.error = exc
+
+    def close(self) -> None:
+        """Finish every queued unit, stop the thread, and raise the first error it met."""
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def artifact_key(model: str) -> str:
+    """The key of a model's progress artifact (Prefect keys: lower-case letters, digits, dashes)."""
+    return "progress-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
+
+
+def stream_sweep(lake: str, batches: Sequence[Sequence[dict[str, Any]]], cfg: Config, run_id: str,
+                 on_done: Callable[[str], None] = lambda model: None) -> dict[str, CallStats]:
+    """Every model on every batch: hosted models called at the same time, embedded ones in turn,
+    each batch parsed and scored as soon as a model has answered it (``on_done(model)`` then).
+    Returns each model's call stats; a budget that stopped a model does not raise here."""
+    models = cfg.sweep.models
+    budgets = Budget.for_models(lake, run_id, cfg.sweep.max_cost_usd, {m: cfg.model(m).max_cost_usd for m in models})
+    indexed = list(enumerate(batches))
+    per_model = sum(len(step_plan(r)) for rows in batches for r in rows) * cfg.sweep.samples
+    finisher = Finisher(lake, run_id, batches, on_done)
+    try:
+        with contextlib.ExitStack() as bars:
+            streams = [
+                (ModelStream(m, cfg.model(m), run_id, lake, budgets[m], cfg.sweep, cfg.sweep.samples,
+                             bars.enter_context(progress.stage(f"call {m}", per_model)),
+                             lambda index, m=m: finisher.batch_done(m, index)), indexed)
+                for m in models
+            ]
+            stats = asyncio.run(run_streams(streams, lambda s, b: call_model(quote(s), quote(b), s.name)))
+    finally:
+        finisher.close()
+    return dict(zip(models, stats))
+
+
+def run_unit(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
+    """One model on one batch: call the model, then parse and score what it answered. The unit's
+    files are merged when it ends, so that the next units' reads open one file per unit."""
+    try:
+        stats = call_batch(lake, quote(rows), model, cfg, run_id, index)
+    except BaseException:
+        compact_written(lake, final=False)
+        raise
+    finish_unit(lake, rows, model, run_id, index)
     if stats.budget:
         raise BudgetExceeded(stats.budget)  # after parse and score: what was answered counts
     return stats

@@ -1,7 +1,8 @@
-"""The ``sweep`` flow: generate → dedupe/validate → call → parse → score → store, per batch.
+"""The ``sweep`` flow: generate → dedupe/validate → call → parse → score → store.
 
-Prefect only orchestrates: each stage is a task run per batch (up to ``sweep.batch_size``
-items), never per item (the tasks are in :mod:`flows.stages`); with ``sweep.report`` the ``stats``
+Prefect only orchestrates: generation, validation, parsing and scoring are task runs per batch (up
+to ``sweep.batch_size`` items), never per item, and the calls one task run per model, every model
+at once, each batch parsed and scored while the calls go on (the tasks are in :mod:`flows.stages`); with ``sweep.report`` the ``stats``
 task then computes the statistics and the ``report`` task draws the report from the warehouse. Nothing reaches the lake before every batch has passed validation, so a
 failing expectation leaves the lake untouched.
 """
@@ -22,10 +23,11 @@ from prefect.utilities.annotations import quote
 
 from flows import batch as scale_out
 from flows.stages import (
+    artifact_key,
     generate_items,
     load_datasets,
-    run_unit,
     store_items_batch,
+    stream_sweep,
     validate_batch,
 )
 from tasks.config import Config, load_config
@@ -34,6 +36,7 @@ from tasks.items.validate import dedupe
 from tasks.lake.store import ensure_lake, read
 from tasks.models import embedded
 from tasks.models.call import CallStats
+from tasks.models.cost import BudgetExceeded
 from tasks.records import canonical_json
 from tasks.runs import lifecycle, progress, stopping
 
@@ -101,6 +104,40 @@ def concurrency_rows(concurrency: dict[str, dict[str, int]]) -> list[dict[str, A
             for m, c in sorted(concurrency.items())]
 
 
+def model_rows(per_model: dict[str, CallStats]) -> list[dict[str, Any]]:
+    """Per model: the wall time of its stream (start to end; 0 for dispatched units), and what it sent."""
+    return [{"model": m, "wall_s": round(s.elapsed_s, 2), "requests": s.requests, "sent": s.sent,
+             "cached": s.cached, "errors": s.errors, "unsent": s.unsent} for m, s in per_model.items()]
+
+
+def run_models(lake: str, batches: list[list[dict[str, Any]]], cfg: Config, run_id: str, config_path: str | None,
+               overrides: dict[str, Any] | None, dispatch: bool) -> dict[str, CallStats]:
+    """Every model on every batch, here as one stream per model or dispatched to workers, with one
+    progress artifact per model (the share of its batches parsed and scored). Per model, its stats."""
+    models = cfg.sweep.models
+    artifacts = {m: create_progress_artifact(
+        0.0 if batches else 100.0, key=artifact_key(m),
+        description=f"invarbench sweep {run_id}: share of {m}'s {len(batches)} batch(es) answered, parsed and scored")
+        for m in models}
+    done = dict.fromkeys(models, 0)
+
+    def batch_done(model: str) -> None:  # called by one thread only, the stream's Finisher
+        done[model] += 1
+        update_progress_artifact(artifacts[model], 100.0 * done[model] / len(batches))
+
+    try:
+        if dispatch:
+            # Units finish on workers in any order: every model's figure shows the run's share done.
+            units = [(m, i) for m in models for i in range(len(batches))]
+            totals = scale_out.dispatch_units(
+                lake, config_path, overrides, run_id, units, batches,
+                lambda n: [update_progress_artifact(a, 100.0 * n / len(units)) for a in artifacts.values()])
+            return {m: totals.get(m, CallStats()) for m in models}
+        return stream_sweep(lake, batches, cfg, run_id, batch_done)
+    finally:
+        embedded.stop_all()  # the embedded models' worker processes end with the calls
+
+
 @flow(name="sweep", log_prints=False)
 @stopping.stoppable
 def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = None,
@@ -159,29 +196,16 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
                 store_items_batch(lake, quote(batch), i)
                 advance(1)
 
-        units = [(model, i) for model in cfg.sweep.models for i in range(len(batches))]
-        progress_id = create_progress_artifact(
-            0.0 if units else 100.0, key="sweep-progress",
-            description=f"invarbench sweep {run_id}: share of its {len(units)} (model, batch) units done")
-
-        def units_done(n: int) -> None:
-            update_progress_artifact(progress_id, 100.0 * n / len(units))
-
-        try:
-            if dispatch:
-                totals = scale_out.dispatch_units(lake, config_path, overrides, run_id, units, batches, units_done)
-            else:
-                totals = CallStats()
-                for n, (model, i) in enumerate(units, 1):
-                    if stopping.requested():
-                        break
-                    totals.add(run_unit(lake, batches[i], model, cfg, run_id, i))
-                    units_done(n)
-        finally:
-            embedded.stop_all()  # the embedded models' worker processes end with the calls
+        per_model = run_models(lake, batches, cfg, run_id, config_path, overrides, dispatch)
+        totals = CallStats()
+        for stats in per_model.values():
+            totals.add(stats)
         counts.update(n_requests=totals.requests, n_sent=totals.sent, n_cached=totals.cached,
                       n_errors=totals.errors)
         stopping.raise_if_requested()  # the run ends `cancelled` below, with the counts of what it did
+        budget = next((s.budget for s in per_model.values() if s.budget), "")
+        if budget:
+            raise BudgetExceeded(budget)  # after every model ended: what was answered is parsed and scored
 
         catalog = lifecycle.rebuild_catalog(cfg)
         # Every other model has had its turn; what the dead worker had answered is stored.
@@ -197,7 +221,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
             "dropped_families": dropped_families,
             "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,
             "report": str(report) if report else None, "waiting": totals.waiting,
-            "concurrency": totals.concurrency,
+            "concurrency": totals.concurrency, "models": model_rows(per_model),
             "cost": read(lake, "SELECT model, prompt_tokens, completion_tokens, cost_usd, n_unpriced "
                                "FROM cost_by_run WHERE run_id = ? ORDER BY model", [run_id]),
         }
@@ -217,7 +241,8 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
                   f"({totals.sent} sent, {totals.cached} from the ledger, {totals.errors} errors).\n\n"
                   f"Warehouse: `{cfg.warehouse_path}`\n\nReport: `{summary['report'] or 'not built'}`\n\n"
                   f"{markdown_table(table)}\n\n## Cost and concurrency\n\n{markdown_table(summary['cost'])}\n\n"
-                  f"{markdown_table(concurrency_rows(totals.concurrency))}\n"),
+                  f"{markdown_table(concurrency_rows(totals.concurrency))}\n\n## Models\n\n"
+                  f"{markdown_table(summary['models'])}\n"),
         description=f"invarbench sweep {run_id}",
     )
     return summary

@@ -11,7 +11,7 @@ from fakes import FakeProvider, FakeServer
 from tasks.config import ModelConfig
 from tasks.items.generate import generate_task, item_row
 from tasks.lake.store import read
-from tasks.models.call import run_calls
+from tasks.models.stream import run_calls
 from tasks.models.routes import RateLimiter
 
 LIMIT = 8

@@ -253,7 +253,7 @@ def test_deployments_registered_and_a_worker_runs_the_nightly_sweep(ops, tmp_pat
     with ops.settings(), ops.client() as client:
         artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))
     by_type = {a.type: a for a in artifacts}
-    assert by_type["progress"].data == 100.0 and by_type["progress"].key == "sweep-progress"
+    assert by_type["progress"].data == 100.0 and by_type["progress"].key == "progress-fake"  # one per model
     assert row["run_id"] in by_type["markdown"].data
 
     listed = run_cli("runs", "--format", "json", "--config", str(cfg))
@@ -292,7 +292,7 @@ def test_two_workers_share_a_sweep_under_one_global_limit(ops, tmp_path):
 def test_a_missing_shared_limit_stops_the_call_stage(ops, tmp_path, monkeypatch):
     """strict=True: a model whose limits were never created sends nothing instead of running unlimited."""
     from tasks.items.generate import generate_task, item_row
-    from tasks.models.call import run_calls
+    from tasks.models.stream import run_calls
     from tasks.models.routes import RateLimiter
 
     monkeypatch.setenv("PREFECT_API_URL", ops.api)

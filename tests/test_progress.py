@@ -28,3 +28,21 @@ def test_finished_stages_beyond_a_few_leave_the_display_and_running_ones_stay():
                      "call batch 49": (2, 2)}
     # after it finished, the long stage is among the last three finished
     assert [t.description for t in bar.tasks] == ["generate", "call batch 48", "call batch 49"]
+
+
+def test_a_models_bar_counts_its_errors_and_shows_them_beside_its_rate():
+    from flows.cli import RateColumn
+
+    bar = Progress(console=Console(file=io.StringIO()), auto_refresh=False)
+    progress.set_listener(RichListener(bar))
+    try:
+        with progress.stage("call fast", 10) as advance:
+            advance(3)
+            advance(1, errors=1)
+            advance(1, errors=1)
+            [task] = bar.tasks
+            shown = RateColumn().render(task).plain
+    finally:
+        progress.set_listener(None)
+    assert (task.completed, task.fields["errors"]) == (5, 2)
+    assert shown.endswith("2 errors")

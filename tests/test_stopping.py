@@ -231,7 +231,7 @@ def test_the_call_stage_starts_no_new_call_and_keeps_those_in_flight(tmp_path):
     their 4 answers and sends nothing more; a stop with a grace shorter than the calls abandons them."""
     from tasks.config import load_config
     from tasks.items.generate import generate_task, item_row
-    from tasks.models.call import run_calls
+    from tasks.models.stream import run_calls
     from tasks.runs import stopping
 
     state = FakeProvider(delay_s=1.0)

@@ -1,4 +1,4 @@
-"""The call stage: trials → requests → ledger anti-join → litellm for the misses → responses.
+"""The call stage's vocabulary: trials, their steps and requests, the ledger look-up, CallStats.
 
 A *trial* is one item attempted by one model configuration with one ``sample_idx``. Items with
 the ``generate`` solver make one request per trial; ``chain`` items make one request per step,
@@ -6,7 +6,7 @@ in waves: the requests of step k are built only when step k-1 is answered, from 
 parsed value (``{step.value}``) or raw text (``{step.text}``). Every request is recorded for the
 run before it is sent; responses are written to the lake in small chunks as they arrive, so a
 crash loses at most the chunk in flight, and the next sweep sends exactly the requests without an
-``ok`` response.
+``ok`` response. The engine that sends them, every model at once, is :mod:`tasks.models.stream`.
 
 Ledger misses are first claimed (:mod:`tasks.models.claims`), so a sweep running at the same time on
 the same lake never sends them too; each one is sent only while the budget (:mod:`tasks.models.cost`)
@@ -16,28 +16,15 @@ allows, directly or, for ``batch = true`` models, inside a provider batch job
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
-from tasks.config import ModelConfig, SweepConfig
-from tasks.lake.store import now_utc, read, write_rows
-from tasks.models.batch_jobs import run_batch
-from tasks.models.claims import Claims
-from tasks.models.cost import Budget, estimate_cost
-from tasks.models.routes import Caller, route_for
-from tasks.records import Request, Response, content_hash
-from tasks.runs import stopping
-from tasks.runs.lifecycle import mark_stale_crashed
-from tasks.scoring import parse as parsing
+from tasks.lake.store import now_utc, read
+from tasks.records import Request, content_hash
 
 _REF = re.compile(r"\{([A-Za-z0-9_]+)\.(value|text)\}")
-
-FLUSH_EVERY = 10
-FLUSH_SECONDS = 5.0
 
 
 class StepUnavailable(Exception):
@@ -158,177 +145,3 @@ def lookup_ledger(lake: str, request_ids: Sequence[str]) -> dict[str, dict[str, 
         [list(request_ids)],
     )
     return {r["request_id"]: r for r in rows}
-
-
-async def _send_all(caller: Caller, requests: list[Request], lake: str, budget: Budget,
-                    on_response: Callable[[Response], None]) -> list[Response]:
-    pending: list[Response] = []
-    done: list[Response] = []
-    last_flush = time.monotonic()
-    queue = list(reversed(requests))
-
-    def flush() -> None:
-        nonlocal pending, last_flush
-        write_rows(lake, "responses", [asdict(r) for r in pending])
-        pending = []
-        last_flush = time.monotonic()
-
-    async def worker() -> None:
-        # A pool of `concurrency` workers, not one task per request: the budget's in-flight sum
-        # then covers the requests actually in flight, not every request still queued.
-        while queue and not stopping.requested():
-            req = queue.pop()
-            estimate = estimate_cost(caller.price, caller.messages(req), caller.cfg.max_tokens)
-            if not budget.reserve(estimate):
-                continue
-            resp = await caller.call(req)
-            budget.settle(estimate, resp.cost_usd if resp.status == "ok" else 0.0)
-            pending.append(resp)
-            done.append(resp)
-            on_response(resp)
-            if len(pending) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
-                flush()
-
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(caller.cfg.concurrency, len(requests)))]
-    try:
-        # A stop lets the calls in flight finish (their answers are flushed below), then abandons them.
-        await stopping.wait_with_grace(workers)
-    finally:
-        if pending:
-            flush()
-        for w in workers:
-            w.cancel()
-    return done
-
-
-@dataclass
-class _Answered:
-    fresh: list[Response] = field(default_factory=list)
-    elsewhere: list[str] = field(default_factory=list)  # answered by another sweep meanwhile
-    waiting: list[str] = field(default_factory=list)
-
-
-async def _answer(caller: Caller, misses: list[Request], lake: str, budget: Budget, claims: Claims,
-                  progress: Callable[[int], None]) -> _Answered:
-    """Claim the misses, send what this run won (directly or as a batch job), wait for the rest."""
-    out = _Answered()
-    by_id = {r.request_id: r for r in misses}
-    outstanding: set[str] = set()
-
-    async def renew() -> None:
-        while True:
-            await asyncio.sleep(claims.lease_s / 3)
-            claims.renew(sorted(outstanding))
-
-    def answered(resp: Response) -> None:
-        outstanding.discard(resp.request_id)
-        progress(1)
-
-    renewer = asyncio.ensure_future(renew())
-    try:
-        pending = list(by_id)
-        while pending and not budget.stopped and not stopping.requested():
-            got = claims.claim(pending)
-            out.elsewhere += got.answered
-            progress(len(got.answered))
-            mine = [by_id[rid] for rid in got.mine]
-            outstanding.update(got.mine)
-            if mine and caller.cfg.batch:
-                result = await run_batch(caller, lake, mine, budget)
-                for resp in result.responses:
-                    if resp.request_id in by_id:
-                        answered(resp)
-                out.fresh += [r for r in result.responses if r.request_id in by_id]
-                out.waiting += [rid for rid in result.waiting if rid in by_id]
-            elif mine:
-                out.fresh += await _send_all(caller, mine, lake, budget, answered)
-            pending = got.others
-            if pending:
-                # A claiming sweep that died on this machine frees its claims now, not at expiry.
-                mark_stale_crashed(lake)
-                await stopping.sleep(claims.poll_s)
-    finally:
-        renewer.cancel()
-    return out
-
-
-def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig, run_id: str, lake: str,
-              samples: int = 1, on_progress: Callable[[int], None] | None = None,
-              sweep: SweepConfig | None = None) -> CallStats:
-    """Run every trial of ``rows`` × ``samples`` on one model; write requests and responses to the lake.
-
-    ``sweep`` supplies the sweep's budget and claim settings (the defaults when None). A budget that
-    stops sending leaves the rest unsent and says so in ``CallStats.budget``; it never raises here,
-    so what was answered is parsed and scored before the caller ends the run.
-    """
-    started = time.monotonic()
-    progress = on_progress or (lambda n: None)
-    sweep = sweep or SweepConfig()
-    route = route_for(cfg)
-    sampling = cfg.sampling()
-    caller = Caller.create(model_name, cfg, run_id)
-    throttled_before = caller.local.throttled
-    budget = Budget.for_run(lake, run_id, model_name, sweep.max_cost_usd, cfg.max_cost_usd)
-    claims = Claims(lake, run_id, sweep.claim_lease_s, sweep.claim_settle_s)
-    trials = [
-        _Trial(row=row, sample_idx=s, trial_id=trial_id(row["item_id"], asdict(route), sampling, s), steps=step_plan(row))
-        for row in rows
-        for s in range(samples)
-    ]
-    stats = CallStats(trials=len(trials))
-    for wave in range(max((len(t.steps) for t in trials), default=0)):
-        if stopping.requested():
-            break
-        batch: list[tuple[_Trial, Request]] = []
-        for t in trials:
-            if t.stopped or wave >= len(t.steps):
-                continue
-            step = t.steps[wave]
-            try:
-                messages = step_messages(t.row, step, t.answers)
-            except StepUnavailable:
-                t.stopped = True
-                stats.stopped += 1
-                progress(len(t.steps) - wave)
-                continue
-            req = Request(
-                trial_id=t.trial_id, item_id=t.row["item_id"], model=model_name, step=step["name"],
-                route=route, messages=messages, sampling=sampling, sample_idx=t.sample_idx,
-            )
-            batch.append((t, req))
-        if not batch:
-            continue
-        write_rows(lake, "requests", [request_row(run_id, req, wave) for _, req in batch])
-        stats.requests += len(batch)
-        ledger = lookup_ledger(lake, [req.request_id for _, req in batch])
-        misses = list({req.request_id: req for _, req in batch if req.request_id not in ledger}.values())
-        stats.cached += len(batch) - len(misses)
-        progress(len(batch) - len(misses))
-        got = asyncio.run(_answer(caller, misses, lake, budget, claims, progress)) if misses else _Answered()
-        fresh = got.fresh
-        elsewhere = lookup_ledger(lake, got.elsewhere)
-        unsent = len(misses) - len(fresh) - len(got.elsewhere) - len(got.waiting)
-        progress(unsent + len(got.waiting))
-        stats.cached += len(got.elsewhere)
-        stats.sent += len(fresh)
-        stats.waiting += len(got.waiting)
-        stats.unsent += unsent
-        stats.errors += sum(1 for r in fresh if r.status == "error")
-        answers = {**{k: v["text"] for k, v in ledger.items()}, **{k: v["text"] for k, v in elsewhere.items()},
-                   **{r.request_id: r.text for r in fresh if r.status == "ok"}}
-        for t, req in batch:
-            text = answers.get(req.request_id)
-            if text is None:
-                t.stopped = True
-                progress(len(t.steps) - wave - 1)
-                continue
-            step = t.steps[wave]
-            parsed = parsing.parse(step.get("answer_type") or t.row["answer_type"], text)
-            t.answers[step["name"]] = {"text": text, "value": parsed.value}
-    if budget.stopped:
-        stats.budget = (f"{budget.stopped}; {stats.unsent} request(s) of {model_name} not sent: everything answered "
-                        "is kept, and a sweep with a higher budget sends only what is missing")
-    stats.concurrency[model_name] = {"min": caller.local.min_limit, "final": caller.local.limit,
-                                     "throttled": caller.local.throttled - throttled_before}
-    stats.elapsed_s = time.monotonic() - started
-    return stats

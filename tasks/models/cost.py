@@ -47,6 +47,10 @@ class _Cap:
     key: str  # the configuration key, for messages
     limit: float
     spent: float
+    # Per cap, not per budget: a sweep's cap is one object shared by the budgets of all its models,
+    # which are called at the same time (tasks.models.stream), so each sees the others' requests.
+    in_flight: float = 0.0
+    exhausted: str = ""  # why it refused a request: then every budget holding it sends nothing more
 
 
 @dataclass
@@ -60,7 +64,6 @@ class Budget:
     """
 
     caps: list[_Cap] = field(default_factory=list)
-    in_flight: float = 0.0
     stopped: str = ""
     refused: int = 0
 
@@ -80,22 +83,35 @@ class Budget:
             caps.append(_Cap(f"models.{model}.max_cost_usd", model_max, float(row["model_spent"])))
         return cls(caps)
 
+    @classmethod
+    def for_models(cls, lake: str, run_id: str, sweep_max: float, model_max: dict[str, float]) -> dict[str, "Budget"]:
+        """One budget per model of a run whose models are called at the same time: the sweep's cap
+        is one object they all hold, so what any model spends or has in flight counts for all."""
+        budgets = {m: cls.for_run(lake, run_id, m, sweep_max, cap) for m, cap in model_max.items()}
+        shared = next((c for b in budgets.values() for c in b.caps if c.key == "sweep.max_cost_usd"), None)
+        for b in budgets.values():
+            b.caps = [shared if shared and c.key == shared.key else c for c in b.caps]
+        return budgets
+
     def reserve(self, estimate: float) -> bool:
         """Whether a request estimated at ``estimate`` USD may be sent now; if so, it counts as in flight."""
+        self.stopped = self.stopped or next((cap.exhausted for cap in self.caps if cap.exhausted), "")
         if self.stopped:
             self.refused += 1
             return False
         for cap in self.caps:
-            if cap.spent + self.in_flight + estimate > cap.limit:
-                self.stopped = (f"the budget {cap.key} = {cap.limit:g} USD stopped the sweep: {cap.spent:.6f} USD "
-                                f"spent, the next request would pass it")
+            if cap.spent + cap.in_flight + estimate > cap.limit:
+                cap.exhausted = (f"the budget {cap.key} = {cap.limit:g} USD stopped the sweep: {cap.spent:.6f} USD "
+                                 f"spent, the next request would pass it")
+                self.stopped = cap.exhausted
                 self.refused += 1
                 return False
-        self.in_flight += estimate
+        for cap in self.caps:
+            cap.in_flight += estimate
         return True
 
     def settle(self, estimate: float, cost: float | None) -> None:
         """A reserved request ended: its estimate leaves the in-flight sum, its cost (or estimate) is spent."""
-        self.in_flight -= estimate
         for cap in self.caps:
+            cap.in_flight -= estimate
             cap.spent += estimate if cost is None else cost

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Protocol
 
 class Listener(Protocol):
     def start(self, name: str, total: int) -> object: ...
-    def advance(self, handle: object, n: int) -> None: ...
+    def advance(self, handle: object, n: int, errors: int = 0) -> None: ...
     def finish(self, handle: object) -> None: ...
 
 
@@ -29,19 +29,20 @@ def set_listener(listener: Listener | None) -> None:
 
 
 @contextlib.contextmanager
-def stage(name: str, total: int) -> Iterator[Callable[[int], None]]:
-    """Report a stage of ``total`` units; yields ``advance(n)``."""
+def stage(name: str, total: int) -> Iterator[Callable[..., None]]:
+    """Report a stage of ``total`` units; yields ``advance(n, errors=0)`` (``errors``: how many of
+    those ``n`` units failed, shown beside the stage's rate)."""
     listener = _listener
     if listener is None:
-        yield lambda n: None
+        yield lambda n, errors=0: None
         return
     with _lock:
         handle = listener.start(name, total)
 
-    def advance(n: int) -> None:
-        if n:
+    def advance(n: int, errors: int = 0) -> None:
+        if n or errors:
             with _lock:
-                listener.advance(handle, n)
+                listener.advance(handle, n, errors)
 
     try:
         yield advance

@@ -1,0 +1,368 @@
+"""The call engine: each model of a sweep is one stream of requests that keeps its slots full.
+
+A :class:`ModelStream` runs a model's batches through one pool of ``concurrency`` workers that
+pull from one bounded queue. Up to :data:`LOOKAHEAD` batches are in progress at once: while the
+workers send one batch's requests, the next batch records its requests, looks them up in the
+ledger, claims its misses and puts them on the queue behind the first, so the calls never drain
+to zero at a batch boundary (only the steps of a chain wait for their own earlier steps). The
+queue is bounded, so a batch never builds far ahead of what the workers can send.
+
+Several streams run in one event loop at the same time (:func:`run_streams`): each model has its
+own limiter, so a slow or throttled model never holds back another. Lake work (recording
+requests, ledger look-ups, claims, writing responses) runs in threads so the event loop keeps
+sending; responses are buffered and written by size or every :data:`FLUSH_SECONDS`, not one file
+per response, so a crash loses at most the responses of the last few seconds. When a batch's
+calls are done and its responses are in the lake, ``on_batch(index)`` tells the caller, which
+parses and scores it while the stream goes on.
+
+Whether a request may start is decided in one place, :meth:`ModelStream.may_start`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Awaitable, Callable, Sequence
+
+from tasks.config import ModelConfig, SweepConfig
+from tasks.lake.store import write_rows
+from tasks.models import embedded
+from tasks.models.batch_jobs import run_batch
+from tasks.models.call import (
+    CallStats,
+    StepUnavailable,
+    _Trial,
+    lookup_ledger,
+    request_row,
+    step_messages,
+    step_plan,
+    trial_id,
+)
+from tasks.models.claims import Claims
+from tasks.models.cost import Budget, estimate_cost
+from tasks.models.routes import Caller, route_for
+from tasks.records import Request, Response
+from tasks.runs import stopping
+from tasks.runs.lifecycle import mark_stale_crashed
+from tasks.scoring import parse as parsing
+
+LOOKAHEAD = 3  # batches in progress at once per model: one sending, the next ones queued behind it
+FLUSH_ROWS = 500  # responses per file at most
+FLUSH_SECONDS = 2.0  # a buffered response waits at most this long for its file
+
+Batches = Sequence[tuple[int, Sequence[dict[str, Any]]]]
+
+
+class ResponseWriter:
+    """Buffers responses and writes them as one file by size or time, in a thread."""
+
+    def __init__(self, lake: str):
+        self.lake = lake
+        self.buffer: list[dict[str, Any]] = []
+        self.writes: set[asyncio.Future[Any]] = set()
+
+    def add(self, resp: Response) -> None:
+        """Buffer one response; a full buffer is written at once."""
+        self.buffer.append(asdict(resp))
+        if len(self.buffer) >= FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Start writing what is buffered, without waiting for it."""
+        if self.buffer:
+            rows, self.buffer = self.buffer, []
+            write = asyncio.ensure_future(asyncio.to_thread(write_rows, self.lake, "responses", rows))
+            self.writes.add(write)
+
+    async def tick(self) -> None:
+        """Write what is buffered every FLUSH_SECONDS (a slow model's answers are not held back)."""
+        while True:
+            await asyncio.sleep(FLUSH_SECONDS)
+            self.flush()
+
+    async def drain(self) -> None:
+        """Write what is buffered and wait for every write started so far (raising a failed one's error)."""
+        self.flush()
+        while self.writes:
+            writes, self.writes = self.writes, set()
+            await asyncio.gather(*writes)
+
+
+@dataclass
+class _Answered:
+    fresh: list[Response] = field(default_factory=list)
+    elsewhere: list[str] = field(default_factory=list)  # answered by another sweep meanwhile
+    waiting: list[str] = field(default_factory=list)
+
+
+class ModelStream:
+    """One model's calls over the batches of a sweep (see the module's docstring)."""
+
+    def __init__(self, name: str, cfg: ModelConfig, run_id: str, lake: str, budget: Budget,
+                 sweep: SweepConfig | None = None, samples: int = 1,
+                 on_progress: Callable[..., None] | None = None, on_batch: Callable[[int], None] | None = None):
+        sweep = sweep or SweepConfig()
+        self.name, self.cfg, self.run_id, self.lake, self.budget, self.samples = name, cfg, run_id, lake, budget, samples
+        # progress(n, errors=0): n requests done (sent, cached or given up), errors among them
+        self.progress = on_progress or (lambda n, errors=0: None)
+        self.on_batch = on_batch or (lambda index: None)
+        self.claims = Claims(lake, run_id, sweep.claim_lease_s, sweep.claim_settle_s)
+        self.route, self.sampling = route_for(cfg), cfg.sampling()
+        self.embedded = cfg.model.split("/", 1)[1] if cfg.provider == "local" else ""  # its worker's name
+        self.stats = CallStats()
+        self.caller: Caller | None = None
+        self.queue: asyncio.Queue[tuple[Request, asyncio.Future[Response | None], Callable[[Response], None]]]
+        self.writer = ResponseWriter(lake)
+
+    def may_start(self, req: Request) -> float | None:
+        """The one place deciding whether another request may start now: its cost estimate when it
+        may (reserved in the budget until it ends), None when it must stay unsent."""
+        assert self.caller is not None
+        if stopping.requested():  # a stopping sweep lets the calls in flight end and starts none
+            return None
+        estimate = estimate_cost(self.caller.price, self.caller.messages(req), self.cfg.max_tokens)
+        return estimate if self.budget.reserve(estimate) else None
+
+    async def run(self, batches: Batches) -> CallStats:
+        """Call every trial of ``batches`` (index, item rows); returns what was done."""
+        started = time.monotonic()
+        self.caller = Caller.create(self.name, self.cfg, self.run_id)
+        throttled_before = self.caller.local.throttled
+        self.queue = asyncio.Queue(maxsize=2 * self.cfg.concurrency)
+        # An embedded model takes its batches one at a time: a worker that died is started again
+        # for the next batch (tasks.models.embedded), so a batch must not overlap the next one.
+        gate = asyncio.Semaphore(1 if self.embedded else LOOKAHEAD)
+
+        async def one(index: int, rows: Sequence[dict[str, Any]]) -> None:
+            async with gate:
+                if self.embedded:
+                    embedded.begin_batch(self.embedded)
+                await self._batch(rows)
+            await self.writer.drain()  # its responses are in the lake before anyone parses them
+            self.on_batch(index)
+
+        async def every_batch() -> None:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for index, rows in batches:
+                        group.create_task(one(index, rows))
+            except BaseExceptionGroup as errors:
+                raise first_error(errors) from None
+
+        helpers = [asyncio.ensure_future(self._worker()) for _ in range(self.cfg.concurrency)]
+        helpers.append(asyncio.ensure_future(self.writer.tick()))
+        try:
+            # A stop lets the calls in flight finish within the grace period (their answers are
+            # written below), then abandons them.
+            await stopping.wait_with_grace([asyncio.ensure_future(every_batch())])
+        finally:
+            for h in helpers:
+                h.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+            await self.writer.drain()
+        if self.budget.stopped:
+            self.stats.budget = (f"{self.budget.stopped}; {self.stats.unsent} request(s) of {self.name} not sent: "
+                                 "everything answered is kept, and a sweep with a higher budget sends only what is missing")
+        self.stats.concurrency[self.name] = {"min": self.caller.local.min_limit, "final": self.caller.local.limit,
+                                             "throttled": self.caller.local.throttled - throttled_before}
+        self.stats.elapsed_s = time.monotonic() - started
+        return self.stats
+
+    async def _worker(self) -> None:
+        # A pool of `concurrency` workers, not one task per request: the budget's in-flight sum
+        # then covers the requests actually in flight, not every request still queued.
+        assert self.caller is not None
+        while True:
+            req, fut, answered = await self.queue.get()
+            estimate = self.may_start(req)
+            if estimate is None:
+                if not fut.done():
+                    fut.set_result(None)
+                continue
+            try:
+                resp = await self.caller.call(req)
+            except Exception as exc:  # noqa: BLE001 - handed to the batch waiting for it
+                self.budget.settle(estimate, 0.0)
+                if not fut.done():
+                    fut.set_exception(exc)
+                continue
+            self.budget.settle(estimate, resp.cost_usd if resp.status == "ok" else 0.0)
+            self.writer.add(resp)
+            answered(resp)
+            if not fut.done():
+                fut.set_result(resp)
+
+    async def _batch(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Every trial of one batch, step by step (a chain's step k is built from step k-1's answers)."""
+        trials = [
+            _Trial(row=row, sample_idx=s, trial_id=trial_id(row["item_id"], asdict(self.route), self.sampling, s),
+                   steps=step_plan(row))
+            for row in rows for s in range(self.samples)
+        ]
+        self.stats.trials += len(trials)
+        for wave in range(max((len(t.steps) for t in trials), default=0)):
+            if self.budget.stopped or stopping.requested():  # nothing more will be sent: neither record nor claim the rest
+                left = sum(len(t.steps) - wave for t in trials if not t.stopped and wave < len(t.steps))
+                self.stats.unsent += sum(1 for t in trials if not t.stopped and wave < len(t.steps))
+                self.progress(left)
+                return
+            try:
+                await self._wave(trials, wave)
+            except asyncio.CancelledError:
+                # Abandoned by a stop past its grace period: the wave's trials count as not sent.
+                self.stats.unsent += sum(1 for t in trials if not t.stopped and wave < len(t.steps))
+                raise
+
+    def _requests(self, trials: list[_Trial], wave: int) -> list[tuple[_Trial, Request]]:
+        batch: list[tuple[_Trial, Request]] = []
+        for t in trials:
+            if t.stopped or wave >= len(t.steps):
+                continue
+            step = t.steps[wave]
+            try:
+                messages = step_messages(t.row, step, t.answers)
+            except StepUnavailable:
+                t.stopped = True
+                self.stats.stopped += 1
+                self.progress(len(t.steps) - wave)
+                continue
+            batch.append((t, Request(trial_id=t.trial_id, item_id=t.row["item_id"], model=self.name,
+                                     step=step["name"], route=self.route, messages=messages,
+                                     sampling=self.sampling, sample_idx=t.sample_idx)))
+        return batch
+
+    async def _wave(self, trials: list[_Trial], wave: int) -> None:
+        batch = self._requests(trials, wave)
+        if not batch:
+            return
+        # Recorded before anything is sent: a request of the run is never answered unrecorded.
+        await asyncio.to_thread(write_rows, self.lake, "requests",
+                                [request_row(self.run_id, req, wave) for _, req in batch])
+        self.stats.requests += len(batch)
+        ledger = await asyncio.to_thread(lookup_ledger, self.lake, [req.request_id for _, req in batch])
+        misses = list({req.request_id: req for _, req in batch if req.request_id not in ledger}.values())
+        self.stats.cached += len(batch) - len(misses)
+        self.progress(len(batch) - len(misses))
+        got = await self._answer(misses) if misses else _Answered()
+        elsewhere = await asyncio.to_thread(lookup_ledger, self.lake, got.elsewhere)
+        unsent = len(misses) - len(got.fresh) - len(got.elsewhere) - len(got.waiting)
+        self.progress(unsent + len(got.waiting))
+        self.stats.cached += len(got.elsewhere)
+        self.stats.sent += len(got.fresh)
+        self.stats.waiting += len(got.waiting)
+        self.stats.unsent += unsent
+        self.stats.errors += sum(1 for r in got.fresh if r.status == "error")
+        answers = {**{k: v["text"] for k, v in ledger.items()}, **{k: v["text"] for k, v in elsewhere.items()},
+                   **{r.request_id: r.text for r in got.fresh if r.status == "ok"}}
+        for t, req in batch:
+            text = answers.get(req.request_id)
+            if text is None:
+                t.stopped = True
+                self.progress(len(t.steps) - wave - 1)
+                continue
+            step = t.steps[wave]
+            parsed = parsing.parse(step.get("answer_type") or t.row["answer_type"], text)
+            t.answers[step["name"]] = {"text": text, "value": parsed.value}
+
+    async def _send(self, requests: list[Request], answered: Callable[[Response], None]) -> list[Response]:
+        """Queue ``requests`` for the workers and wait for their answers (None: not sent)."""
+        loop = asyncio.get_running_loop()
+        waits = []
+        for req in requests:
+            fut: asyncio.Future[Response | None] = loop.create_future()
+            await self.queue.put((req, fut, answered))
+            waits.append(fut)
+        return [r for r in await asyncio.gather(*waits) if r is not None]
+
+    async def _answer(self, misses: list[Request]) -> _Answered:
+        """Claim the misses, send what this run won (directly or as a batch job), wait for the rest."""
+        out = _Answered()
+        by_id = {r.request_id: r for r in misses}
+        outstanding: set[str] = set()
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(self.claims.lease_s / 3)
+                await asyncio.to_thread(self.claims.renew, sorted(outstanding))
+
+        def answered(resp: Response) -> None:
+            outstanding.discard(resp.request_id)
+            self.progress(1, errors=int(resp.status == "error"))
+
+        renewer = asyncio.ensure_future(renew())
+        try:
+            pending = list(by_id)
+            while pending and not self.budget.stopped and not stopping.requested():
+                got = await asyncio.to_thread(self.claims.claim, pending)
+                out.elsewhere += got.answered
+                self.progress(len(got.answered))
+                mine = [by_id[rid] for rid in got.mine]
+                outstanding.update(got.mine)
+                if mine and self.cfg.batch:
+                    assert self.caller is not None
+                    result = await run_batch(self.caller, self.lake, mine, self.budget)
+                    for resp in result.responses:
+                        if resp.request_id in by_id:
+                            answered(resp)
+                    out.fresh += [r for r in result.responses if r.request_id in by_id]
+                    out.waiting += [rid for rid in result.waiting if rid in by_id]
+                elif mine:
+                    out.fresh += await self._send(mine, answered)
+                pending = got.others
+                if pending:
+                    # A claiming sweep that died on this machine frees its claims now, not at expiry.
+                    await asyncio.to_thread(mark_stale_crashed, self.lake)
+                    await stopping.sleep(self.claims.poll_s)
+        finally:
+            renewer.cancel()
+        return out
+
+
+def first_error(errors: BaseExceptionGroup) -> BaseException:
+    """The first exception inside a (nested) exception group: the error callers expect to see."""
+    first = errors.exceptions[0]
+    return first_error(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+async def run_streams(streams: Sequence[tuple[ModelStream, Batches]],
+                      wrap: Callable[[ModelStream, Batches], Awaitable[CallStats]] | None = None) -> list[CallStats]:
+    """Run hosted models' streams at the same time and embedded models' (``local/*``) one after
+    another: an embedded model uses every core of this machine for each call. ``wrap(stream,
+    batches)`` runs one stream (a Prefect task run, say); by default ``stream.run(batches)``.
+    One stream's error cancels the others and is raised."""
+    run = wrap or (lambda stream, batches: stream.run(batches))
+    results: dict[int, CallStats] = {}
+
+    async def one(i: int) -> None:
+        results[i] = await run(*streams[i])
+
+    async def embedded_in_turn() -> None:
+        for i, (stream, _) in enumerate(streams):
+            if stream.embedded:
+                await one(i)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for i, (stream, _) in enumerate(streams):
+                if not stream.embedded:
+                    group.create_task(one(i))
+            group.create_task(embedded_in_turn())
+    except BaseExceptionGroup as errors:
+        raise first_error(errors) from None
+    return [results[i] for i in range(len(streams))]
+
+
+def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig, run_id: str, lake: str,
+              samples: int = 1, on_progress: Callable[..., None] | None = None,
+              sweep: SweepConfig | None = None) -> CallStats:
+    """Run every trial of ``rows`` × ``samples`` on one model; write requests and responses to the lake.
+
+    ``sweep`` supplies the sweep's budget and claim settings (the defaults when None). A budget that
+    stops sending leaves the rest unsent and says so in ``CallStats.budget``; it never raises here,
+    so what was answered is parsed and scored before the caller ends the run.
+    """
+    sweep = sweep or SweepConfig()
+    budget = Budget.for_run(lake, run_id, model_name, sweep.max_cost_usd, cfg.max_cost_usd)
+    stream = ModelStream(model_name, cfg, run_id, lake, budget, sweep, samples, on_progress)
+    return asyncio.run(stream.run([(0, rows)]))

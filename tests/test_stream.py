@@ -1,0 +1,139 @@
+"""A sweep is one stream: several models called at once against loopback servers of their own.
+
+What each server records (arrival times, requests in flight) shows the ordering and the overlap;
+nothing here measures wall time. Prefect, DuckDB and Parquet are real; only the providers are fakes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, write_config
+from fakes import FakeProvider, FakeServer
+from flows.sweep import sweep
+from tasks.lake.store import read
+from tasks.models.cost import BudgetExceeded
+
+
+def two_model_config(tmp_path, models: dict[str, dict], n_max: int, sweep_extra: dict | None = None):
+    """Closure items (n = 5, 10, ..., n_max) on every model of ``models`` (name → model entry)."""
+    sections = {
+        "warehouse": {"path": str(tmp_path / "wh")},
+        "sweep": {"models": list(models), "report": False, **(sweep_extra or {})},
+        "suites.symmetry": {"tasks": ["closure"]},
+        "suites.symmetry.params.closure": {"n_min": 5, "n_max": n_max, "n_step": 5, "groups": ["integers"],
+                                           "prompt_styles": ["direct"]},
+    }
+    for name, entry in models.items():
+        sections[f'models."{name}"'] = {"model": "openai/fake-model", "retries": 1, "backoff_s": 0.05,
+                                         "timeout_s": 10.0, **entry}
+    return write_config(tmp_path / "invarbench.toml", sections)
+
+
+def lake_query(tmp_path, sql, params=None):
+    return read(str(tmp_path / "wh" / "lake"), sql, params)
+
+
+def per_model(tmp_path, sql):
+    return {r["model"]: r["n"] for r in lake_query(tmp_path, sql)}
+
+
+def test_a_slow_model_does_not_hold_back_a_fast_one(tmp_path):
+    """Batches of 2 items, concurrency 4: the fast model has 4 requests in flight (so several
+    batches at once: no drain at batch boundaries), runs beside the slow one and ends first."""
+    fast, slow = FakeProvider(delay_s=0.05), FakeProvider(delay_s=1.0)
+    with FakeServer(fast) as f, FakeServer(slow) as s:
+        cfg = two_model_config(tmp_path, {"slow": {"api_base": s.api_base, "concurrency": 2},
+                                          "fast": {"api_base": f.api_base, "concurrency": 4}},
+                               n_max=60, sweep_extra={"batch_size": 2, "claim_settle_s": 0.2})
+        summary = sweep(str(cfg))
+    assert summary["requests"] == 24 and summary["sent"] == 24 and summary["errors"] == 0
+    assert len(fast.seen) == len(slow.seen) == 12
+    assert fast.max_in_flight == 4, "the fast model's slots stay full across batches of 2"
+    assert slow.max_in_flight == 2
+    fast_times, slow_times = [x.at for x in fast.seen], [x.at for x in slow.seen]
+    # Listed first, the slow model still started before the fast one had finished...
+    assert min(slow_times) < max(fast_times)
+    # ...and the fast one was done while the slow one still had a third of its requests to send.
+    assert sum(t > max(fast_times) for t in slow_times) >= 4
+    assert {m["model"] for m in summary["models"]} == {"slow", "fast"}
+    assert per_model(tmp_path, "SELECT model, count(*) AS n FROM scores WHERE status = 'correct' GROUP BY model") == {
+        "slow": 12, "fast": 12}
+    dup = lake_query(tmp_path, "SELECT request_id FROM responses GROUP BY request_id HAVING count(*) > 1")
+    assert dup == []
+    # Stages overlap: the first batches were scored while the slow model's calls went on.
+    [overlap] = lake_query(tmp_path, """
+        SELECT (SELECT min(created_at) FROM raw_scores)
+             < (SELECT max(created_at) FROM responses WHERE model = 'slow') AS scored_while_calling""")
+    assert overlap["scored_while_calling"]
+
+
+def test_a_models_budget_stops_its_calls_while_the_others_go_on(tmp_path):
+    """$1 per completion token, 5 tokens per answer, max_tokens 8: a $30 cap on one model lets 5
+    of its answers through; the other model, slower and uncapped, answers all 12."""
+    priced = {"input_cost_per_mtok": 0.0, "output_cost_per_mtok": 1e6, "max_tokens": 8}
+    capped, free = FakeProvider(), FakeProvider(delay_s=0.2)
+    with FakeServer(capped) as c, FakeServer(free) as f:
+        cfg = two_model_config(tmp_path, {
+            "capped": {"api_base": c.api_base, "concurrency": 1, "max_cost_usd": 30.0, **priced},
+            "free": {"api_base": f.api_base, "concurrency": 2}}, n_max=60)
+        with pytest.raises(BudgetExceeded, match="models.capped.max_cost_usd = 30 USD"):
+            sweep(str(cfg))
+    assert len(capped.seen) == 5 and len(free.seen) == 12
+    assert sum(x.at > max(y.at for y in capped.seen) for x in free.seen) >= 3, "the free model went on"
+    [run] = lake_query(tmp_path, "SELECT status, message FROM runs")
+    assert run["status"] == "failed" and "models.capped.max_cost_usd" in run["message"]
+    # What both models answered was parsed and scored before the run ended.
+    assert per_model(tmp_path, "SELECT model, count(*) AS n FROM scores WHERE status = 'correct' GROUP BY model") == {
+        "capped": 5, "free": 12}
+
+
+def test_resume_after_a_kill_in_the_middle_of_a_multi_model_stream(tmp_path):
+    """SIGKILL while two models are both being called; the rerun sends exactly what has no ok
+    response, and every request ends with one ok response."""
+    a, b = FakeProvider(delay_s=0.3), FakeProvider(delay_s=0.5)
+    with FakeServer(a) as sa, FakeServer(b) as sb:
+        cfg = two_model_config(tmp_path, {"a": {"api_base": sa.api_base, "concurrency": 1},
+                                          "b": {"api_base": sb.api_base, "concurrency": 1}},
+                               n_max=100, sweep_extra={"batch_size": 4})
+        env = {**os.environ}
+        env.pop("PREFECT_API_URL", None)
+        proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)],
+                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        deadline = time.monotonic() + 240
+        try:
+            while time.monotonic() < deadline:
+                stored = (tmp_path / "wh" / "lake" / "responses").exists() and lake_query(
+                    tmp_path, "SELECT count(DISTINCT model) AS n FROM responses")[0]["n"] == 2
+                if stored and len(a.seen) >= 6 and len(b.seen) >= 4:
+                    break
+                assert proc.poll() is None, "the sweep ended before it could be killed"
+                time.sleep(0.2)
+            else:
+                pytest.fail("the two models were not answered in time")
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        assert len(a.seen) < 20 and len(b.seen) < 20, "the kill came after a model was done"
+        stored = per_model(tmp_path, "SELECT model, count(*) AS n FROM responses WHERE status = 'ok' GROUP BY model")
+        assert stored["a"] >= 1 and stored["b"] >= 1
+
+        summary = sweep(str(cfg))
+    assert summary["requests"] == 40
+    assert summary["cached"] == sum(stored.values()) and summary["sent"] == 40 - sum(stored.values())
+    assert len(set(a.contents())) == len(set(b.contents())) == 20
+    dup = lake_query(tmp_path, "SELECT request_id FROM responses WHERE status = 'ok' GROUP BY request_id HAVING count(*) > 1")
+    assert dup == []
+    missing = lake_query(tmp_path, """
+        SELECT count(*) AS n FROM (SELECT DISTINCT request_id FROM run_requests) r
+        ANTI JOIN (SELECT request_id FROM ledger WHERE status = 'ok') l USING (request_id)""")
+    assert missing == [{"n": 0}]
+    assert per_model(tmp_path, "SELECT model, count(*) AS n FROM scores WHERE status = 'correct' GROUP BY model") == {
+        "a": 20, "b": 20}
