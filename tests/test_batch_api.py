@@ -39,7 +39,8 @@ def test_a_sweep_killed_while_waiting_resumes_its_job_and_later_direct_sweeps_us
     with FakeBatchServer(state) as server:
         cfg = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra=BATCH)
         doomed = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO,
-                                  env=process_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                                  env=process_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
         deadline = time.monotonic() + 300
         while not state.jobs or state.jobs["batch_0"].polls < 2:
             assert doomed.poll() is None and time.monotonic() < deadline, "the sweep never waited on a job"

@@ -25,8 +25,9 @@ def lake_query(tmp_path, sql, params=None):
 
 def start_sweep(cfg) -> subprocess.Popen:
     """A sweep in a process of its own: two at once, or one to kill."""
-    return subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO, env=process_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO,
+                            env=process_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
 
 
 def test_simultaneous_claims_have_exactly_one_winner(tmp_path):
