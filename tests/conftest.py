@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -18,15 +19,28 @@ apply_defaults()  # the suite is an entry point: offline defaults before Prefect
 os.environ.pop("PREFECT_API_URL", None)
 
 REPO = Path(__file__).resolve().parent.parent
+# Seconds between writing claims and re-reading them in the tests' sweeps (users: sweep.claim_settle_s).
+TEST_CLAIM_SETTLE_S = 0.1
+
+
+# The Prefect profile that points a separate process at the session's server (session_api_env).
+_SESSION_PROFILES: list[Path] = []
 
 
 @pytest.fixture(scope="session", autouse=True)
-def prefect_api():
-    """A real temporary Prefect server for the whole session (its own database, not ~/.prefect)."""
+def prefect_api(tmp_path_factory):
+    """A real temporary Prefect server for the whole session (its own database, not ~/.prefect),
+    for in-process flows and, through a profile, for the CLI processes the tests start."""
+    from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
+        profiles = tmp_path_factory.mktemp("prefect") / "profiles.toml"
+        profiles.write_text(f'active = "session"\n[profiles.session]\nPREFECT_API_URL = "{PREFECT_API_URL.value()}"\n',
+                            encoding="utf-8")
+        _SESSION_PROFILES.append(profiles)
         yield
+        _SESSION_PROFILES.clear()
 
 
 def toml_value(value) -> str:
@@ -55,10 +69,12 @@ def fake_model_config(tmp_path: Path, api_base: str, *, n_max: int = 25, name: s
     """A sweep of closure items (integers, direct) on a fake OpenAI-compatible model.
 
     The report is off: its statistics and figures are tested on their own (tests/test_report.py).
+    The claim settle pause is short: claim files land on a local disk in milliseconds, and the
+    users' one second would be paid by every sweep of the suite (tests/test_claims.py races two).
     """
     return write_config(tmp_path / "invarbench.toml", {
         "warehouse": {"path": str(tmp_path / "wh")},
-        "sweep": {"models": [name], "report": False, **(sweep_extra or {})},
+        "sweep": {"models": [name], "report": False, "claim_settle_s": TEST_CLAIM_SETTLE_S, **(sweep_extra or {})},
         f'models."{name}"': {"model": "openai/fake-model", "api_base": api_base, "retries": 1,
                               "backoff_s": 0.05, "timeout_s": 10.0, **(model_extra or {})},
         "suites.symmetry": {"tasks": ["closure"]},
@@ -73,9 +89,63 @@ def lake_files(warehouse: Path) -> list[Path]:
     return sorted(p for p in lake.rglob("*") if p.is_file()) if lake.exists() else []
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run the installed ``invarbench`` CLI in a subprocess (its own Prefect ephemeral API)."""
-    full_env = {**os.environ, **(env or {})}
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the ``invarbench`` CLI in this process through its entry function (``flows.cli.main``).
+
+    Returns what a subprocess would: the exit code, stdout and stderr. ``env`` overrides
+    environment variables for the call only (a value of None unsets one). The session's Prefect
+    server runs its flows; the working directory is the repository, as for the installed command.
+    An exception the CLI does not handle is exit code 1 with its traceback on stderr, as Python's.
+    """
+    from click.testing import CliRunner
+
+    from flows.cli import main
+
+    # Restored afterwards: the sweep command sets this one for its own process.
+    overrides = {"PREFECT_LOGGING_LEVEL": os.environ.get("PREFECT_LOGGING_LEVEL"), **(env or {})}
+    overrides.pop("PREFECT_API_URL", None)
+    runner = CliRunner()
+    cwd, argv = os.getcwd(), sys.argv
+    with runner.isolation(env=overrides) as (out, errors, _):
+        sys.argv = ["invarbench", *args]
+        os.chdir(REPO)
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception:  # noqa: BLE001 - an unhandled error, reported as the interpreter would
+            traceback.print_exc(file=sys.stderr)
+            code = 1
+        finally:
+            os.chdir(cwd)
+            sys.argv = argv
+            sys.stdout.flush()
+            sys.stderr.flush()
+        return subprocess.CompletedProcess(["invarbench", *args], code, out.getvalue().decode(),
+                                           errors.getvalue().decode())
+
+
+def session_api_env() -> dict[str, str]:
+    """Environment for a separate process that points it at the session's Prefect server.
+
+    Through a profile, not ``PREFECT_API_URL``: the variable also switches on the shared limits of
+    hosted models (tasks.models.limits), which would change what the process does; the profile
+    only saves it booting a Prefect server of its own (seconds, on a loaded machine).
+    """
+    return {"PREFECT_PROFILES_PATH": str(_SESSION_PROFILES[-1])} if _SESSION_PROFILES else {}
+
+
+def process_env(env: dict | None = None) -> dict[str, str]:
+    """The environment of a separate CLI process: this one's, ``env`` on top, no PREFECT_API_URL,
+    and the session's Prefect server as its profile's API."""
+    full_env = {**os.environ, **session_api_env(), **(env or {})}
     full_env.pop("PREFECT_API_URL", None)
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=REPO, env=full_env,
+    return full_env
+
+
+def run_cli_process(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the CLI as a separate process (``python -m flows.cli``), for the tests whose point is a
+    process of its own (its environment, a kill, the interpreter's exit)."""
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=REPO, env=process_env(env),
                           capture_output=True, text=True, timeout=timeout)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import write_config
+from conftest import TEST_CLAIM_SETTLE_S, write_config
 from fakes import FakeProvider, FakeServer, last_user
 from flows.sweep import sweep
 from tasks.lake.store import connect, query
@@ -31,7 +31,7 @@ def scripted(wrong_segment_length: int | None):
 def config(tmp_path, api_base):
     return write_config(tmp_path / "assoc.toml", {
         "warehouse": {"path": str(tmp_path / "wh")},
-        "sweep": {"models": ["scripted"], "report": False},
+        "sweep": {"models": ["scripted"], "report": False, "claim_settle_s": TEST_CLAIM_SETTLE_S},
         'models."scripted"': {"model": "openai/scripted", "api_base": api_base, "retries": 0},
         "suites.symmetry": {"tasks": ["associativity"]},
         "suites.symmetry.params.associativity": {"n_min": 12, "n_max": 12, "groups": ["integers"],

@@ -8,10 +8,11 @@ import subprocess
 import sys
 import time
 
+import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-from conftest import REPO, fake_model_config
+from conftest import REPO, fake_model_config, process_env
 from fake_batches import FakeBatches, FakeBatchServer
 from flows.sweep import sweep
 from tasks.lake.store import read
@@ -31,14 +32,15 @@ def one_response_per_ok_request(tmp_path) -> int:
     return len(counts)
 
 
+@pytest.mark.slow  # a sweep in a process of its own
 def test_a_sweep_killed_while_waiting_resumes_its_job_and_later_direct_sweeps_use_the_ledger(tmp_path):
     plans = {0: (None, "missing"), 1: (3, "ok")}  # job 0 held until released, then two lines short
     state = FakeBatches(plan=lambda n: plans[n])
     with FakeBatchServer(state) as server:
         cfg = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra=BATCH)
-        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
         doomed = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO,
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                                  env=process_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
         deadline = time.monotonic() + 300
         while not state.jobs or state.jobs["batch_0"].polls < 2:
             assert doomed.poll() is None and time.monotonic() < deadline, "the sweep never waited on a job"
@@ -78,13 +80,17 @@ def test_a_failed_job_is_sent_again_and_a_run_that_stops_waiting_ends_waiting(tm
     plans = {0: (1, "fail"), 1: (None, "error_line")}
     state = FakeBatches(plan=lambda n: plans[n])
     with FakeBatchServer(state) as server:
-        cfg = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra={**BATCH, "batch_max_wait_h": 0.002})
+        cfg = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra=BATCH)
         failed = sweep(str(cfg))
         assert failed["errors"] == 10 and len(state.jobs) == 1
         errors = lake_query(tmp_path, "SELECT DISTINCT error FROM responses")
         assert len(errors) == 1 and "failed: the fake failed this job" in errors[0]["error"]
 
-        waiting = sweep(str(cfg))  # job 1 is held: the run stops waiting after ~7 s
+        # Job 1 is held: the run stops waiting at its deadline (0.36 s after its start: past
+        # once the job is submitted, so it polls once and ends `waiting`).
+        cfg = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra={**BATCH, "batch_max_wait_h": 0.0001})
+        waiting = sweep(str(cfg))
+        assert state.jobs["batch_1"].polls >= 1
         assert waiting["waiting"] == 10 and waiting["sent"] == 0
         [run] = lake_query(tmp_path, "SELECT status, message FROM runs WHERE run_id = ?", [waiting["run_id"]])
         assert run["status"] == "waiting" and "next sweep collects" in run["message"]

@@ -10,8 +10,11 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO, fake_model_config
+import pytest
+
+from conftest import REPO, fake_model_config, process_env
 from fakes import FakeProvider, FakeServer
+from flows.sweep import sweep
 from tasks.lake.store import now_utc, read, write_rows
 from tasks.models.claims import Claims
 
@@ -21,10 +24,10 @@ def lake_query(tmp_path, sql, params=None):
 
 
 def start_sweep(cfg) -> subprocess.Popen:
-    env = {**os.environ}
-    env.pop("PREFECT_API_URL", None)
-    return subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    """A sweep in a process of its own: two at once, or one to kill."""
+    return subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO,
+                            env=process_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
 
 
 def test_simultaneous_claims_have_exactly_one_winner(tmp_path):
@@ -43,6 +46,7 @@ def test_simultaneous_claims_have_exactly_one_winner(tmp_path):
     assert Claims(lake, "run-x", 60, 0.0).claim(["r3"]).mine == ["r3"]
 
 
+@pytest.mark.slow  # a sweep in a process of its own
 def test_two_sweeps_started_together_send_each_request_once(tmp_path):
     state = FakeProvider(delay_s=0.3)
     with FakeServer(state) as server:
@@ -59,6 +63,7 @@ def test_two_sweeps_started_together_send_each_request_once(tmp_path):
     assert lake_query(tmp_path, "SELECT count(DISTINCT run_id) AS n FROM run_trials") == [{"n": 2}]
 
 
+@pytest.mark.slow  # a sweep in a process of its own
 def test_a_sweep_killed_on_this_machine_frees_its_claims_at_once(tmp_path):
     state = FakeProvider(delay_s=60.0)  # the first sweep's requests hang until it is killed
     with FakeServer(state) as server:
@@ -78,9 +83,8 @@ def test_a_sweep_killed_on_this_machine_frees_its_claims_at_once(tmp_path):
         claimed = lake_query(tmp_path, "SELECT count(*) AS n, max(expires_at) AS expires FROM claims WHERE run_id = ?",
                              [dead["run_id"]])[0]
         assert claimed["n"] == 10
-        survivor = start_sweep(cfg)
-        out, errors = survivor.communicate(timeout=600)
-    assert survivor.returncode == 0, errors
+        survivor = sweep(str(cfg))
+    assert survivor["sent"] == 10 and survivor["errors"] == 0
     rows = lake_query(tmp_path, "SELECT run_id, created_at FROM responses")
     assert len(rows) == 10 and dead["run_id"] not in {r["run_id"] for r in rows}
     assert max(r["created_at"] for r in rows) < claimed["expires"]
@@ -95,20 +99,23 @@ def test_claims_of_a_live_run_elsewhere_hold_until_they_expire(tmp_path):
         learn = tmp_path / "learn"
         learn.mkdir()
         cfg = fake_model_config(learn, server.api_base, n_max=50)
-        assert start_sweep(cfg).wait(timeout=600) == 0
+        assert sweep(str(cfg))["sent"] == 10
         ids = [r["request_id"] for r in lake_query(learn, "SELECT request_id FROM responses")]
         assert len(ids) == 10
-        cfg = fake_model_config(tmp_path, server.api_base, n_max=50)
+        # A short lease of its own makes the waiter look again every 0.5 s (a tenth of it).
+        cfg = fake_model_config(tmp_path, server.api_base, n_max=50, sweep_extra={"claim_lease_s": 5.0})
         now = now_utc()
-        expires = now + dt.timedelta(seconds=20)
+        expires = now + dt.timedelta(seconds=8)
         lake = str(tmp_path / "wh" / "lake")
         write_rows(lake, "runs", [{"run_id": "elsewhere", "kind": "sweep", "status": "running", "started_at": now,
                                    "updated_at": now, "host": "another-machine/boot/1", "pid": 1}])
         write_rows(lake, "claims", [{"request_id": rid, "run_id": "elsewhere", "claimed_at": now, "expires_at": expires}
                                     for rid in ids])
-        waiter = start_sweep(cfg)
-        out, errors = waiter.communicate(timeout=600)
-    assert waiter.returncode == 0, errors
+        waiter = sweep(str(cfg))
+    assert waiter["sent"] == 10 and waiter["errors"] == 0
+    # The waiter started while the claims were live, so it did wait for them to expire.
+    [started] = lake_query(tmp_path, "SELECT started_at FROM runs WHERE run_id = ?", [waiter["run_id"]])
+    assert started["started_at"] < expires, "the waiter started after the claims expired: nothing was tested"
     rows = lake_query(tmp_path, "SELECT created_at FROM responses")
     assert len(rows) == 10 and min(r["created_at"] for r in rows) >= expires
     assert lake_query(tmp_path, "SELECT status FROM runs WHERE run_id = 'elsewhere'") == [{"status": "running"}]

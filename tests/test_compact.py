@@ -23,7 +23,7 @@ from tasks.lake.store import (
 )
 from tasks.records import now_utc
 from tasks.runs import lifecycle
-from tests.conftest import run_cli, write_config
+from conftest import run_cli, write_config
 
 
 def response(i: int, run_id: str = "r1") -> dict:

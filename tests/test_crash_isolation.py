@@ -22,7 +22,7 @@ import uuid
 import pytest
 from typer.testing import CliRunner
 
-from conftest import REPO, run_cli, write_config
+from conftest import REPO, TEST_CLAIM_SETTLE_S, run_cli, write_config
 from fakes import FakeServer
 from flows.cli import app
 from flows.sweep import sweep
@@ -46,7 +46,8 @@ def crash_config(tmp_path, api_base: str):
     """8 closure items in 2 batches of 4, on the embedded SmolLM2 (short answers) and then on a fake provider."""
     return write_config(tmp_path / "invarbench.toml", {
         "warehouse": {"path": str(tmp_path / "wh")},
-        "sweep": {"models": ["local/smollm2", "fake"], "batch_size": 4, "report": False},
+        "sweep": {"models": ["local/smollm2", "fake"], "batch_size": 4, "report": False,
+                  "claim_settle_s": TEST_CLAIM_SETTLE_S},
         'models."local/smollm2"': {"model": "local/smollm2", "max_tokens": 16, "concurrency": 1},
         "models.fake": {"model": "openai/fake-model", "api_base": api_base, "retries": 0, "timeout_s": 10.0},
         "suites.symmetry": {"tasks": ["closure"]},
@@ -240,7 +241,7 @@ def test_stale_running_run_is_crashed(tmp_path):
     with FakeServer() as server:
         cfg = write_config(tmp_path / "invarbench.toml", {
             "warehouse": {"path": str(tmp_path / "wh")},
-            "sweep": {"models": ["fake"], "report": False},
+            "sweep": {"models": ["fake"], "report": False, "claim_settle_s": TEST_CLAIM_SETTLE_S},
             "models.fake": {"model": "openai/fake-model", "api_base": server.api_base},
             "suites.symmetry": {"tasks": ["closure"]},
             "suites.symmetry.params.closure": {"n_min": 5, "n_max": 5, "groups": ["integers"],

@@ -8,7 +8,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_cli
 from tasks.config import ConfigError, load_config
 from tasks.items.features import surface_features
 from tasks.items.generate import generate_task
@@ -125,8 +125,7 @@ def test_generate_checks_only_the_suite_it_generates(tmp_path):
     assert ok.returncode == 0, ok.stderr
     assert "sympy loaded: False" in ok.stdout
     assert out.read_text(encoding="utf-8").count("\n") > 0
-    bad = subprocess.run([sys.executable, "-m", "flows.cli", "generate", "--suite", "geometry", "--config",
-                          str(config), "--out", str(tmp_path / "geo.jsonl")], cwd=REPO, capture_output=True, text=True)
+    bad = run_cli("generate", "--suite", "geometry", "--config", str(config), "--out", str(tmp_path / "geo.jsonl"))
     assert bad.returncode != 0 and "unknown task 'lenght'" in bad.stdout + bad.stderr
     assert not (tmp_path / "geo.jsonl").exists()
 
@@ -143,8 +142,7 @@ def test_a_name_listed_twice_is_a_configuration_error(tmp_path):
     with pytest.raises(ConfigError, match=r"sweep.datasets: listed more than once: d1"):
         load_config(None, {"sweep": {"datasets": ["d1", "d1"]}})
     out = tmp_path / "items.jsonl"
-    bad = subprocess.run([sys.executable, "-m", "flows.cli", "generate", "--suite", "symmetry", "--config",
-                          str(config), "--out", str(out)], cwd=REPO, capture_output=True, text=True)
+    bad = run_cli("generate", "--suite", "symmetry", "--config", str(config), "--out", str(out))
     assert bad.returncode == 2 and "listed more than once: closure" in bad.stdout + bad.stderr
     assert not out.exists()
 

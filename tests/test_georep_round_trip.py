@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import run_cli, write_config
+from conftest import TEST_CLAIM_SETTLE_S, run_cli, write_config
 from fakes import FakeProvider, FakeServer, last_user
 from tasks.lake.store import connect, query
 
@@ -75,7 +75,7 @@ def test_georepeval_shaped_set_round_trip(tmp_path):
     with FakeServer(state) as server:
         cfg = write_config(tmp_path / "run.toml", {
             "warehouse": {"path": str(warehouse)},
-            "sweep": {"models": ["fake"], "report": False},
+            "sweep": {"models": ["fake"], "report": False, "claim_settle_s": TEST_CLAIM_SETTLE_S},
             'models."fake"': {"model": "openai/fake", "api_base": server.api_base, "retries": 0},
             "suites": {},  # nothing but the dataset runs
         })

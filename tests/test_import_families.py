@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import lake_files, run_cli, write_config
+from conftest import TEST_CLAIM_SETTLE_S, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
 from tasks.lake.store import connect, query
@@ -31,7 +31,7 @@ def test_import_then_sweep_scores_like_generated_families(tmp_path):
     with FakeServer(state) as server:
         run_cfg = write_config(tmp_path / "run.toml", {
             "warehouse": {"path": str(tmp_path / "wh")},
-            "sweep": {"models": ["fake"], "datasets": [dataset], "report": False},
+            "sweep": {"models": ["fake"], "datasets": [dataset], "report": False, "claim_settle_s": TEST_CLAIM_SETTLE_S},
             'models."fake"': {"model": "openai/fake", "api_base": server.api_base, "retries": 0},
             "suites": {},
         })

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import s3_server
-from conftest import REPO, fake_model_config, run_cli, write_config
+from conftest import REPO, fake_model_config, process_env, run_cli, run_cli_process, write_config
 from fakes import FakeProvider, FakeServer
 from tasks.config import ConfigError, load_config
 from tasks.lake import store
@@ -38,7 +38,7 @@ from tasks.lake.store import (
 )
 from tasks.records import now_utc
 
-pytestmark = pytest.mark.slow  # sweeps through Prefect and a moto server: tens of seconds each
+# The tests of the bucket are slow (the moto server, sweeps writing through it); the others are not.
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +67,7 @@ def s3_config(tmp_path: Path, s3: s3_server.S3Server, api_base: str, prefix: str
 
 
 def cli(s3: s3_server.S3Server, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """The CLI in this process, with the bucket's credentials (and ``env``) in its environment."""
     return run_cli(*args, env=s3.env(**env))
 
 
@@ -104,6 +105,7 @@ def test_endpoint_and_region_ride_on_the_lake_url_and_are_validated(tmp_path):
 
 # --- the bucket -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sweep_cached_sweep_sql_rescore_and_report_on_a_bucket(s3, tmp_path):
     secret_model_key = "sk-never-stored-" + "Z9" * 12
     with FakeServer() as fake:
@@ -156,6 +158,7 @@ def test_sweep_cached_sweep_sql_rescore_and_report_on_a_bucket(s3, tmp_path):
     assert s3.endpoint in everything  # the endpoint is stored with the run's configuration, as it should
 
 
+@pytest.mark.slow
 def test_sigkill_mid_sweep_then_resume_sends_only_what_was_not_stored(s3, tmp_path):
     state = FakeProvider(delay_s=0.3)
     with FakeServer(state) as fake:
@@ -163,7 +166,7 @@ def test_sigkill_mid_sweep_then_resume_sends_only_what_was_not_stored(s3, tmp_pa
                         sweep_extra={"batch_size": 4})
         lake = s3.lake("killed/lake")
         proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO,
-                                env={k: v for k, v in s3.env().items() if k != "PREFECT_API_URL"},
+                                env=process_env(s3.env()),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 240
         try:
@@ -203,6 +206,7 @@ print("written", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_upload_leaves_nothing_a_reader_sees(s3, tmp_path):
     lake = s3.lake("upload/lake")
     ensure_lake(lake)
@@ -235,6 +239,7 @@ def test_a_writer_killed_mid_upload_leaves_nothing_a_reader_sees(s3, tmp_path):
     assert read(lake, "SELECT count(DISTINCT response_id) AS n FROM responses") == [{"n": 16}]
 
 
+@pytest.mark.slow
 def test_a_query_that_finds_a_file_compacted_away_runs_again_on_a_new_listing(s3, monkeypatch):
     # No file kept in memory: a file the connection listed is read from the bucket when a query needs it.
     monkeypatch.setattr(store, "_BLOBS_MAX", 0)
@@ -254,17 +259,19 @@ def test_a_query_that_finds_a_file_compacted_away_runs_again_on_a_new_listing(s3
         con.close()
 
 
+@pytest.mark.slow
 def test_wrong_credentials_exit_2_and_write_nothing(s3, tmp_path):
     with FakeServer() as fake:
         cfg = s3_config(tmp_path, s3, fake.api_base, "denied/lake")
         wrong = "wrong-secret-" + "K" * 20
-        result = cli(s3, "sweep", "--config", str(cfg), AWS_SECRET_ACCESS_KEY=wrong)
+        # Processes of their own: this one holds the bucket's valid credentials and lakes it has checked.
+        result = run_cli_process("sweep", "--config", str(cfg), env=s3.env(AWS_SECRET_ACCESS_KEY=wrong))
         assert result.returncode == 2, result.stdout + result.stderr
         assert "cannot use the lake s3://invarbench-lake/denied/lake" in result.stderr
         assert "ACCESS_DENIED" in result.stderr and "AWS_SECRET_ACCESS_KEY" in result.stderr
         assert wrong not in result.stdout + result.stderr
         assert fake.state.seen == []
-        sql = cli(s3, "sql", "--config", str(cfg), "SELECT 1", AWS_SECRET_ACCESS_KEY=wrong)
+        sql = run_cli_process("sql", "--config", str(cfg), "SELECT 1", env=s3.env(AWS_SECRET_ACCESS_KEY=wrong))
         assert sql.returncode == 2 and "cannot use the lake" in sql.stderr, sql.stderr
     assert s3.keys("denied/") == []
     assert not (tmp_path / "wh").exists()

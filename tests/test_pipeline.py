@@ -17,7 +17,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, fake_model_config, lake_files, run_cli, write_config
+from conftest import (REPO, TEST_CLAIM_SETTLE_S, fake_model_config, lake_files, process_env, run_cli, run_cli_process,
+                      write_config)
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
 from tasks.lake.store import read
@@ -124,16 +125,15 @@ def test_requests_per_minute_and_concurrency_limits(tmp_path):
     assert 2 <= slow.max_in_flight <= 3
 
 
+@pytest.mark.slow  # a sweep in a process of its own
 def test_sigkill_mid_sweep_then_resume(tmp_path):
     """Kill -9 a sweep after some responses are stored; the rerun completes with no duplicates."""
     state = FakeProvider(delay_s=0.5)
     with FakeServer(state) as server:
         cfg = fake_model_config(tmp_path, server.api_base, n_max=150, model_extra={"concurrency": 1})
-        env = {**os.environ}
-        env.pop("PREFECT_API_URL", None)
-        # A session of its own, so the kill reaches the CLI's ephemeral Prefect server too.
+        # A process of its own to kill; a session of its own, so the kill reaches all it started.
         proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)],
-                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=REPO, env=process_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         responses_dir = tmp_path / "wh" / "lake" / "responses"
         deadline = time.monotonic() + 240
@@ -219,12 +219,15 @@ def test_failing_expectation_stops_before_any_call(tmp_path, monkeypatch):
     assert lake_files(tmp_path / "wh") == []
 
 
+@pytest.mark.slow  # a sweep in a process of its own
 def test_api_key_never_reaches_lake_or_logs(tmp_path):
     secret = "sk-invarbench-test-" + "Q7x" * 10
     state = FakeProvider(fault=lambda content, attempt: "500" if "1+1+1+1+1+1+1+1+1+1 " in content + " " else None)
     with FakeServer(state) as server:
         cfg = fake_model_config(tmp_path, server.api_base, model_extra={"api_key_env": "FAKE_PROVIDER_KEY", "retries": 0})
-        result = run_cli("sweep", "--config", str(cfg), env={"FAKE_PROVIDER_KEY": secret, "PREFECT_LOGGING_LEVEL": "DEBUG"})
+        # A process of its own: its logging is set up at DEBUG from the start, as a user's would be.
+        result = run_cli_process("sweep", "--config", str(cfg),
+                                 env={"FAKE_PROVIDER_KEY": secret, "PREFECT_LOGGING_LEVEL": "DEBUG"})
         assert result.returncode == 0, result.stderr
         runs = run_cli("runs", "--config", str(cfg))
     assert any(s.headers.get("authorization") == f"Bearer {secret}" for s in state.seen), "the key must be used"
@@ -247,7 +250,7 @@ def test_local_model_answers_closure_through_the_flow(tmp_path):
     """The real embedded SmolLM2 answers through Prefect; rows are readable with `invarbench sql`."""
     cfg = write_config(tmp_path / "local.toml", {
         "warehouse": {"path": str(tmp_path / "wh")},
-        "sweep": {"models": ["local/smollm2"]},
+        "sweep": {"models": ["local/smollm2"], "claim_settle_s": TEST_CLAIM_SETTLE_S},
         "suites.symmetry": {"tasks": ["closure"]},
         "suites.symmetry.params.closure": {"n_min": 5, "n_max": 15, "n_step": 5, "groups": ["integers"],
                                            "prompt_styles": ["direct"]},

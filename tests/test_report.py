@@ -137,6 +137,7 @@ def test_report_frames_read_one_snapshot_with_the_views_results(tmp_path):
         con.close()
 
 
+@pytest.mark.slow  # a real browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Chromium is not installed (apt-get install -y chromium)")
 def test_report_renders_its_figures_in_headless_chromium(built, tmp_path):
     shot = tmp_path / "shot.png"

@@ -8,7 +8,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from conftest import lake_files, run_cli, write_config
+from conftest import TEST_CLAIM_SETTLE_S, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.cli import app
 from tasks.config import Config, ConfigError, load_config
@@ -89,7 +89,7 @@ def test_sweep_filters_through_the_cli(tmp_path):
     with FakeServer(state) as server:
         cfg = write_config(tmp_path / "cfg.toml", {
             "warehouse": {"path": str(tmp_path / "wh")},
-            "sweep": {"models": ["fake"], "report": False},
+            "sweep": {"models": ["fake"], "report": False, "claim_settle_s": TEST_CLAIM_SETTLE_S},
             'models."fake"': {"model": "openai/fake", "api_base": server.api_base, "retries": 0},
             "suites.symmetry": {"preset": "smoke", "tasks": ["closure"]},
             "suites.geometry": {"preset": "smoke"},
