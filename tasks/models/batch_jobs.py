@@ -24,10 +24,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-import litellm
-
 from tasks.lake.store import now_utc, read, write_rows
 from tasks.models.cost import Budget, estimate_cost
+from tasks.models.llm import litellm
 from tasks.models.pricing import price
 from tasks.models.routes import Caller
 from tasks.records import Request, Response

@@ -32,11 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import litellm
-from litellm import CustomLLM
-from litellm.types.utils import ModelResponse
-
 from tasks.models.embedded_worker import EMBEDDED
+from tasks.models.llm import CustomLLM, ModelResponse, custom_llm_setup, litellm
 
 # Restarts of one model's worker per process (a sweep, or a batch flow run): after that, the
 # model's remaining batches fail without being sent.
@@ -247,7 +244,5 @@ def register() -> None:
     provider = LocalProvider()
     existing = [p for p in (litellm.custom_provider_map or []) if p.get("provider") != "local"]
     litellm.custom_provider_map = existing + [{"provider": "local", "custom_handler": provider}]
-    from litellm.utils import custom_llm_setup
-
     custom_llm_setup()
     _registered = True

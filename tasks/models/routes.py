@@ -20,18 +20,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-import litellm
-
 from tasks.config import ModelConfig
 from tasks.lake.store import now_utc
 from tasks.models import embedded, embedded_worker, limits
 from tasks.models.cost import prompt_token_estimate, response_cost
+from tasks.models.llm import litellm
 from tasks.models.pricing import Price, price
 from tasks.records import Request, Response, Route
-
-litellm.suppress_debug_info = True
-litellm.drop_params = True
-litellm.telemetry = False
 
 log = logging.getLogger("invarbench.concurrency")
 
