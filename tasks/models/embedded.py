@@ -103,8 +103,8 @@ class Worker:
                 self.died = None
                 self.restarts += 1
 
-    def generate(self, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, int, int]:
-        """One generation in the worker: (text, prompt tokens, completion tokens).
+    def generate(self, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, int, int, str | None]:
+        """One generation in the worker: (text, prompt tokens, completion tokens, finish reason).
 
         Raises EmbeddedModelCrashed when the worker dies during the call or died earlier in this
         batch, RuntimeError when the model raised an error for this request.
@@ -131,7 +131,7 @@ class Worker:
         answer = json.loads(reply)
         if "error" in answer:
             raise RuntimeError(f"embedded model {self.route}: {answer['error']}")
-        return answer["text"], int(answer["prompt_tokens"]), int(answer["completion_tokens"])
+        return answer["text"], int(answer["prompt_tokens"]), int(answer["completion_tokens"]), answer.get("finish_reason")
 
     def _died(self, proc: subprocess.Popen[bytes]) -> EmbeddedModelCrashed:
         # Its stdout is closed, so it is exiting: wait for the status that names the cause.
@@ -219,10 +219,11 @@ class LocalProvider(CustomLLM):
         model = kwargs["model"].split("/", 1)[-1]
         params = dict(kwargs.get("optional_params") or {})
         started = time.monotonic()
-        text, p_tok, c_tok = worker(model).generate(kwargs["messages"], params)
+        text, p_tok, c_tok, finish = worker(model).generate(kwargs["messages"], params)
         return ModelResponse(
             model=f"local/{model}",
-            choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            choices=[{"index": 0, "finish_reason": finish or "stop",
+                      "message": {"role": "assistant", "content": text}}],
             usage={"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok},
             response_ms=(time.monotonic() - started) * 1000,
         )
