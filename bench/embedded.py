@@ -63,7 +63,7 @@ def _litellm_in_process():
 
     class InProcess(CustomLLM):
         def completion(self, *args, **kwargs):
-            text, p, c = embedded_worker.generate(kwargs["model"].split("/", 1)[-1], kwargs["messages"],
+            text, p, c, _ = embedded_worker.generate(kwargs["model"].split("/", 1)[-1], kwargs["messages"],
                                             dict(kwargs.get("optional_params") or {}))
             return ModelResponse(choices=[{"index": 0, "message": {"role": "assistant", "content": text}}],
                                  usage={"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c})

@@ -6,17 +6,31 @@ litellm (the ``invarbench`` CLI, ``python -m flows.deploy``, the embedded model'
 the flows themselves, the test suite, the benchmark); importing a module never changes the
 environment. Values already in the environment win.
 
+litellm reads its variables when it is imported, so a module imported outside an entry point
+(a notebook, ``python -c``, a test) would still go online: :mod:`tasks.models.llm`, the one
+module that imports litellm, imports it under :func:`offline` (the litellm variables in force for
+the import only).
+
 ``python -m tasks.environment COMMAND ...`` runs ``COMMAND`` with the defaults applied: the
 scripts of ``deploy/`` start the Prefect worker and server that way, so the list lives only here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from typing import Iterator
+
+# What litellm reads when it is imported: its bundled price map and beta-header table instead of
+# downloading them, and no other fetch of its own.
+LITELLM_DEFAULTS = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_OFFLINE_MODE": "true",
+}
 
 DEFAULTS = {
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    **LITELLM_DEFAULTS,
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
@@ -27,6 +41,20 @@ def apply_defaults() -> None:
     """Set each of :data:`DEFAULTS` that the environment does not set already."""
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
+
+
+@contextlib.contextmanager
+def offline(defaults: dict[str, str] = LITELLM_DEFAULTS) -> Iterator[None]:
+    """Within the block, each of ``defaults`` that the environment does not set is set; on leaving
+    it, those are removed again, so the process environment ends as it was."""
+    added = [key for key in defaults if key not in os.environ]
+    for key in added:
+        os.environ[key] = defaults[key]
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,6 +15,8 @@ response. Column names are exact (lower case); other columns are ignored and rep
 ``key_entities``        integer (default: the bin's lower edge, else 0)
 ``bin`` / ``bins``      the bin, in any common spelling (default: ``key_entities`` alone; ``all``
                         when neither is given), see below
+``finish_reason``       why generation stopped (``stop``, ``length``, ...), stored as given; a
+                        ``length`` reply without a stated answer scores as truncated
 ======================  ==========================================================================
 
 The aliases ``out``, ``pred`` and ``bins`` are the MLissard result files' names, so those files
@@ -88,7 +90,7 @@ DEFAULT_VARIANT = "original"
 REQUIRED = {"prompt": ("prompt", "input"), "gold": ("target", "gold", "out"),
             "response": ("prediction", "response", "pred")}
 OPTIONAL = {"task": ("task",), "family_id": ("family_id",), "variant": ("variant",), "bin": ("bin", "bins"),
-            "key_entities": ("key_entities",)}
+            "key_entities": ("key_entities",), "finish_reason": ("finish_reason",)}
 SUITE_ANSWER_TYPES = {"lissard": "text", "symmetry": "integer", "geometry": "math"}
 
 _INTEGER = re.compile(r"-?\d+")
@@ -125,7 +127,7 @@ class ImportPlan:
     answer_types: dict[str, str]
     ignored_columns: list[str] = field(default_factory=list)
     bins: dict[str, str] = field(default_factory=dict)  # bin as written → normalised label
-    # request_id → Response fields the source recorded (status, error, tokens, latency: tasks.interop)
+    # request_id → Response fields the source recorded (finish reason; status, error, tokens, latency: tasks.interop)
     recorded: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
@@ -331,7 +333,7 @@ def plan_import(path: Path, model: str) -> ImportPlan:
     items: dict[tuple[str, str, str, str], tuple[Item, Record]] = {}
     # Samples count per item identity (task, family_id, variant, prompt), never per prompt alone.
     samples: Counter[tuple[str, str, str, str]] = Counter()
-    requests, texts, bins = [], {}, {}
+    requests, texts, bins, recorded = [], {}, {}, {}
     for r in records:
         item = build_item(path, r, types[r.task])
         identity = (item.task, item.family_id, item.variant, item.prompt)
@@ -350,6 +352,8 @@ def plan_import(path: Path, model: str) -> ImportPlan:
                       sample_idx=sample_idx)
         requests.append(req)
         texts[req.request_id] = r.values["response"]
+        if r.values.get("finish_reason"):
+            recorded[req.request_id] = {"finish_reason": r.values["finish_reason"].strip()}
     by_task: dict[str, list[Item]] = {}
     for item, _ in items.values():
         by_task.setdefault(item.task, []).append(item)
@@ -360,7 +364,8 @@ def plan_import(path: Path, model: str) -> ImportPlan:
     except ValidationFailed as exc:
         raise ImportRejected(f"{path}: the items fail validation:\n{exc}") from None
     return ImportPlan(source=str(path), model=model, items=rows, requests=requests, texts=texts,
-                      answer_types=types, ignored_columns=ignored, bins=dict(sorted(bins.items())))
+                      answer_types=types, ignored_columns=ignored, bins=dict(sorted(bins.items())),
+                      recorded=recorded)
 
 
 # --- storing ------------------------------------------------------------------------------------
@@ -379,7 +384,8 @@ def store_import(plan: ImportPlan, lake: str, run_id: str) -> dict[str, Any]:
     write_rows(lake, "requests", [request_row(run_id, req, 0) for req in plan.requests])
     ledger = lookup_ledger(lake, [req.request_id for req in plan.requests])
     fresh = [req for req in plan.requests if req.request_id not in ledger]
-    unrecorded = {"status": "ok", "error": None, "latency_s": None, "prompt_tokens": None, "completion_tokens": None}
+    unrecorded = {"status": "ok", "error": None, "latency_s": None, "prompt_tokens": None, "completion_tokens": None,
+                  "finish_reason": None}
     write_rows(lake, "responses", [asdict(Response(
         response_id=uuid.uuid4().hex, request_id=req.request_id, run_id=run_id, model=plan.model,
         text=plan.texts[req.request_id], attempts=0, created_at=now_utc(),

@@ -156,3 +156,6 @@ class Response:
     completion_tokens: int | None
     created_at: dt.datetime
     cost_usd: float | None = None  # USD from the model's price (tasks.models.cost); None when unknown
+    # why generation stopped, as the provider says it ("stop", "length" when cut at max_tokens, ...);
+    # None when unknown (older rows, imports without one)
+    finish_reason: str | None = None

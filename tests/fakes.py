@@ -47,6 +47,8 @@ class FakeProvider:
 
     responder: Callable[[dict], str] = count_ones_responder
     fault: Callable[[str, int], str | None] = lambda content, attempt: None
+    # the choice's finish_reason for a request body: "length" stands in for a reply cut at max_tokens
+    finish_reason: Callable[[dict], str] = lambda body: "stop"
     delay_s: float = 0.0
     stall_s: float = 5.0
     seen: list[Seen] = field(default_factory=list)
@@ -105,7 +107,7 @@ def _handler(state: FakeProvider):
                     payload = {
                         "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                         "model": body.get("model", "fake"),
-                        "choices": [{"index": 0, "finish_reason": "stop",
+                        "choices": [{"index": 0, "finish_reason": state.finish_reason(body),
                                      "message": {"role": "assistant", "content": text}}],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                     }

@@ -272,8 +272,8 @@ def test_registry_exposes_seven_tasks():
     for name, spec in TASKS.items():
         assert spec.name == name and spec.suite == "lissard"
         assert spec.defaults["items_per_bin"] == 75
-    assert parser_for("text").VERSION == "2"
-    assert parser_version("text") == "text/2"
+    assert parser_for("text").VERSION == "3"
+    assert parser_version("text") == "text/3"
 
 
 def test_names_vocabulary():

@@ -237,8 +237,8 @@ def test_no_names_reach_eval() -> None:
 
 
 def test_registered_with_version() -> None:
-    assert m.VERSION == "2"
-    assert parser_version("math") == "math/2"
+    assert m.VERSION == "3"
+    assert parser_version("math") == "math/3"
     assert parse("math", "Answer: 3/2").value == "3/2"
     assert parse("math", None).status == "unparsable"
 

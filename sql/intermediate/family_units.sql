@@ -58,13 +58,13 @@ SELECT
     u.model, u.suite, u.task, u.category, u.prompt_style, len(v.variants) AS k, v.variants,
     u.family_id, u.seed, u.sample_idx, u.answer_type,
     coalesce(u.scored_variants = v.variants, false) AS complete,
-    u.n_scored, u.n_correct, u.n_wrong, u.n_unparsable, u.n_error,
+    u.n_scored, u.n_correct, u.n_wrong, u.n_unparsable, u.n_truncated, u.n_error,
     CASE WHEN u.scored_variants = v.variants THEN u.pattern END AS pattern,
     CASE WHEN u.scored_variants = v.variants THEN u.answers END AS answers,
     CASE WHEN u.scored_variants = v.variants THEN u.n_correct = len(v.variants) END AS invariant,
     CASE
         WHEN u.scored_variants IS DISTINCT FROM v.variants THEN NULL
-        WHEN u.n_unparsable > 0 OR coalesce(pv.n_unequal, 0) > 0 THEN false
+        WHEN u.n_unparsable + u.n_truncated > 0 OR coalesce(pv.n_unequal, 0) > 0 THEN false
         ELSE true
     END AS consistent
 FROM units u

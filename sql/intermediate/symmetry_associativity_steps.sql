@@ -7,7 +7,7 @@
 -- answer is the group sum of the two values its request gave it (read from the request text,
 -- so a wrong segment answer does not make a right addition wrong). Values are compared as
 -- canonical decimal text (the integer parser's value), exactly at any length. step_status: correct, wrong,
--- unparsable, error (response error), not_run (the chain stopped before this step).
+-- unparsable, truncated (cut at the token limit before an answer), error (response error), not_run (the chain stopped before this step).
 CREATE OR REPLACE VIEW associativity_steps AS
 WITH trials AS (
     SELECT ts.*, i.steps AS steps_json,
@@ -48,6 +48,7 @@ SELECT
     CASE
         WHEN response_status IS NULL THEN 'not_run'
         WHEN response_status <> 'ok' THEN 'error'
+        WHEN parse_status = 'truncated' THEN 'truncated'
         WHEN parse_status IS DISTINCT FROM 'ok' THEN 'unparsable'
         WHEN value = step_gold THEN 'correct'
         ELSE 'wrong'

@@ -1,9 +1,10 @@
 -- Macros: the outcome counts and accuracy that every metric reports, defined once.
--- Conventions everywhere: n_scored = correct + wrong + unparsable; accuracy = n_correct /
--- n_scored; errors are counted apart (n_error) and never folded into wrong; unparsable answers
--- are scored and not correct.
+-- Conventions everywhere: n_scored = correct + wrong + unparsable + truncated; accuracy =
+-- n_correct / n_scored; errors are counted apart (n_error) and never folded into wrong; unparsable
+-- answers and truncated ones (cut at the token limit before an answer was stated) are scored and
+-- not correct.
 
--- The five outcome counts of the score statuses `s` of a group, as one struct. A macro cannot
+-- The six outcome counts of the score statuses `s` of a group, as one struct. A macro cannot
 -- return several columns, so a query unpacks it with `unnest(status_counts(status))` (which
 -- needs an explicit GROUP BY list: DuckDB refuses it beside GROUP BY ALL).
 CREATE OR REPLACE MACRO status_counts(s) AS {
@@ -11,6 +12,7 @@ CREATE OR REPLACE MACRO status_counts(s) AS {
     'n_correct': count(*) FILTER (WHERE s = 'correct'),
     'n_wrong': count(*) FILTER (WHERE s = 'wrong'),
     'n_unparsable': count(*) FILTER (WHERE s = 'unparsable'),
+    'n_truncated': count(*) FILTER (WHERE s = 'truncated'),
     'n_error': count(*) FILTER (WHERE s = 'error')
 };
 

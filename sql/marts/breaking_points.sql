@@ -14,7 +14,7 @@ WITH per_task AS (
            count(*) AS n_bins,
            CAST(sum(n_scored) AS BIGINT) AS n_scored, CAST(sum(n_correct) AS BIGINT) AS n_correct,
            CAST(sum(n_wrong) AS BIGINT) AS n_wrong, CAST(sum(n_unparsable) AS BIGINT) AS n_unparsable,
-           CAST(sum(n_error) AS BIGINT) AS n_error
+           CAST(sum(n_truncated) AS BIGINT) AS n_truncated, CAST(sum(n_error) AS BIGINT) AS n_error
     FROM accuracy_by_bin
     GROUP BY ALL
 ),
@@ -28,7 +28,7 @@ SELECT
     t.model, t.suite, t.task, t.variant, t.prompt_style, CAST(threshold AS DOUBLE) AS threshold,
     b.bin AS breaking_bin, b.bin_lo AS breaking_bin_lo, b.accuracy AS breaking_accuracy,
     b.n_scored AS breaking_n_scored,
-    t.n_bins, t.n_scored, t.n_correct, t.n_wrong, t.n_unparsable, t.n_error
+    t.n_bins, t.n_scored, t.n_correct, t.n_wrong, t.n_unparsable, t.n_truncated, t.n_error
 FROM per_task t
 LEFT JOIN first_break b USING (model, suite, task, variant, prompt_style)
 ORDER BY t.model, t.suite, t.task, t.variant, t.prompt_style;

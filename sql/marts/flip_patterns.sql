@@ -5,7 +5,8 @@
 
 -- Flip patterns over an ordered variant set (family_units_over; geometry: euclid, coord, vector
 -- gives CCC ... WWW): per group, the number and share of complete units with each pattern
--- (C correct, W not correct), n_with_unparsable of them with an unparsable answer. For k <= 4
+-- (C correct, W not correct), n_with_unparsable of them with an unparsable answer and n_with_truncated
+-- with a truncated one (cut at the token limit before an answer). For k <= 4
 -- every pattern is listed, absent ones with n = 0. Ordered by the number of W, then pattern.
 CREATE OR REPLACE MACRO flip_patterns_over(variant_list := NULL, pool_tasks := false, for_run := NULL) AS TABLE
 WITH units AS (
@@ -24,7 +25,8 @@ groups AS (
 ),
 observed AS (
     SELECT model, suite, task, category, prompt_style, variants, pattern,
-           count(*) AS n, count(*) FILTER (WHERE n_unparsable > 0) AS n_with_unparsable
+           count(*) AS n, count(*) FILTER (WHERE n_unparsable > 0) AS n_with_unparsable,
+           count(*) FILTER (WHERE n_truncated > 0) AS n_with_truncated
     FROM units
     WHERE complete
     GROUP BY ALL
@@ -45,6 +47,7 @@ SELECT
     coalesce(o.n, 0) AS n,
     coalesce(o.n, 0) / g.n_complete AS share,
     coalesce(o.n_with_unparsable, 0) AS n_with_unparsable,
+    coalesce(o.n_with_truncated, 0) AS n_with_truncated,
     g.n_complete, g.n_excluded, g.n_error
 FROM groups g
 JOIN patterns pt USING (model, suite, task, category, prompt_style, variants)

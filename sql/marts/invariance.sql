@@ -29,6 +29,7 @@ SELECT
     CAST(coalesce(sum(n_correct) FILTER (WHERE complete), 0) AS BIGINT) AS n_correct,
     CAST(coalesce(sum(n_wrong) FILTER (WHERE complete), 0) AS BIGINT) AS n_wrong,
     CAST(coalesce(sum(n_unparsable) FILTER (WHERE complete), 0) AS BIGINT) AS n_unparsable,
+    CAST(coalesce(sum(n_truncated) FILTER (WHERE complete), 0) AS BIGINT) AS n_truncated,
     CAST(sum(n_error) AS BIGINT) AS n_error,
     count(*) FILTER (WHERE invariant) AS n_invariant,
     count(*) FILTER (WHERE consistent) AS n_consistent,

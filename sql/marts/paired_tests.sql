@@ -26,6 +26,8 @@ WITH pairs AS (
         count(*) FILTER (WHERE status_b = 'wrong' AND status_a <> 'error') AS n_wrong_b,
         count(*) FILTER (WHERE status_a = 'unparsable' AND status_b <> 'error') AS n_unparsable_a,
         count(*) FILTER (WHERE status_b = 'unparsable' AND status_a <> 'error') AS n_unparsable_b,
+        count(*) FILTER (WHERE status_a = 'truncated' AND status_b <> 'error') AS n_truncated_a,
+        count(*) FILTER (WHERE status_b = 'truncated' AND status_a <> 'error') AS n_truncated_b,
         count(*) FILTER (WHERE status_a IS NOT NULL AND status_b IS NOT NULL
                            AND (status_a = 'error' OR status_b = 'error')) AS n_error,
         count(*) FILTER (WHERE status_b IS NULL) AS n_unpaired_a,
@@ -51,7 +53,7 @@ SELECT
     comparison, model, suite, task, category, prompt_style, side_a, side_b, n_pairs,
     CASE WHEN n_pairs > 0 THEN (n_both_correct + b) / n_pairs END AS accuracy_a,
     CASE WHEN n_pairs > 0 THEN (n_both_correct + c) / n_pairs END AS accuracy_b,
-    n_both_correct, b, c, n_both_not_correct, n_wrong_a, n_wrong_b, n_unparsable_a, n_unparsable_b, n_error,
+    n_both_correct, b, c, n_both_not_correct, n_wrong_a, n_wrong_b, n_unparsable_a, n_unparsable_b, n_truncated_a, n_truncated_b, n_error,
     n_unpaired_a + n_unpaired_b AS n_unpaired, n_unpaired_a, n_unpaired_b,
     p_value,
     CASE WHEN p_value IS NOT NULL THEN least(1.0, max((n_tests - holm_rank + 1) * p_value) OVER (

@@ -28,15 +28,16 @@ baselines AS (
 SELECT
     model, suite, category, variant, prompt_style, step, step_order,
     count(*) AS n_trials,
-    count(*) FILTER (WHERE status IN ('correct', 'wrong', 'unparsable')) AS n_scored,
+    count(*) FILTER (WHERE status IN ('correct', 'wrong', 'unparsable', 'truncated')) AS n_scored,
     count(*) FILTER (WHERE status = 'correct') AS n_correct,
     count(*) FILTER (WHERE status = 'wrong') AS n_wrong,
     count(*) FILTER (WHERE status = 'unparsable') AS n_unparsable,
+    count(*) FILTER (WHERE status = 'truncated') AS n_truncated,
     count(*) FILTER (WHERE status = 'error') AS n_error,
     count(*) FILTER (WHERE status = 'not_run') AS n_not_run,
-    CASE WHEN count(*) FILTER (WHERE status IN ('correct', 'wrong', 'unparsable')) > 0
+    CASE WHEN count(*) FILTER (WHERE status IN ('correct', 'wrong', 'unparsable', 'truncated')) > 0
          THEN count(*) FILTER (WHERE status = 'correct')
-              / count(*) FILTER (WHERE status IN ('correct', 'wrong', 'unparsable')) END AS accuracy
+              / count(*) FILTER (WHERE status IN ('correct', 'wrong', 'unparsable', 'truncated')) END AS accuracy
 FROM (SELECT * FROM steps UNION ALL SELECT * FROM whole_items UNION ALL SELECT * FROM baselines)
 GROUP BY ALL
 ORDER BY model, suite, category, variant, prompt_style, step_order;

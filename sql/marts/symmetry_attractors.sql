@@ -53,7 +53,7 @@ distribution AS (
 )
 SELECT
     c.model, c.suite, c.task, c.category, c.prompt_style, c.gold, c.gold_value,
-    c.n_scored, c.n_correct, c.n_wrong, c.n_unparsable, c.n_error,
+    c.n_scored, c.n_correct, c.n_wrong, c.n_unparsable, c.n_truncated, c.n_error,
     accuracy(c.n_correct, c.n_scored) AS accuracy,
     t.top_wrong, coalesce(t.n_top_wrong, 0) AS n_top_wrong,
     CASE WHEN c.n_scored > 0 THEN coalesce(t.n_top_wrong, 0) / c.n_scored END AS top_wrong_share,

@@ -3,8 +3,12 @@
 -- cost_responses: one row per response, with a cost_usd column even over lakes written before
 -- responses had one (tasks.models.cost prices every response when it is stored).
 
+-- Response files written before finish_reason existed lack its column; the empty branch makes it
+-- present (NULL there: unknown) whatever files the lake holds, so old lakes stay readable.
 CREATE OR REPLACE VIEW raw_responses AS
-SELECT * FROM lake_table('responses');
+SELECT * FROM lake_table('responses')
+UNION ALL BY NAME
+SELECT CAST(NULL AS VARCHAR) AS finish_reason WHERE false;
 
 CREATE OR REPLACE VIEW responses AS
 SELECT * EXCLUDE (day) FROM raw_responses;

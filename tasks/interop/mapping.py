@@ -105,10 +105,9 @@ def _messages(row: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _recorded(sample: Sample) -> dict[str, Any]:
-    # finish_reason rides on the sample and is counted in the summary; the responses table has no
-    # column for it yet (another branch adds one): then it is one more key here.
     return {"status": "error" if sample.error else "ok", "error": sample.error, "latency_s": sample.latency_s,
-            "prompt_tokens": sample.prompt_tokens, "completion_tokens": sample.completion_tokens}
+            "prompt_tokens": sample.prompt_tokens, "completion_tokens": sample.completion_tokens,
+            "finish_reason": sample.finish_reason}
 
 
 def _plan(source: str, model: str, requests: list[tuple[Request, Sample]],

@@ -78,6 +78,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("status", _str), ("text", _str), ("error", _str), ("attempts", _int),
             ("latency_s", _f), ("prompt_tokens", _int), ("completion_tokens", _int),
             ("created_at", _ts), ("cost_usd", _f),
+            # "length" marks a response cut at the token limit; files written before it existed lack it
+            ("finish_reason", _str),
         ]
     ),
     # A sweep's lease on requests it is sending (tasks.models.claims); renewals append rows.

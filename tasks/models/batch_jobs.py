@@ -23,10 +23,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-import litellm
-
 from tasks.lake.store import now_utc, read, write_rows
 from tasks.models.cost import Budget, estimate_cost
+from tasks.models.llm import litellm
 from tasks.models.pricing import price
 from tasks.models.routes import Caller
 from tasks.records import Request, Response
@@ -115,13 +114,15 @@ def _line_response(caller: Caller, line: dict[str, Any], latency_s: float) -> Re
     body = resp.get("body") or {}
     if resp.get("status_code") == 200 and not line.get("error"):
         try:
-            text = body["choices"][0]["message"]["content"]
+            choice = body["choices"][0]
+            text = choice["message"]["content"]
         except (KeyError, IndexError, TypeError):
             text = None
         if text is not None:
             usage = body.get("usage") or {}
             return caller.response(rid, "ok", text, None, 1, latency_s, usage.get("prompt_tokens"),
-                                   usage.get("completion_tokens"), price(caller.cfg, batch=True))
+                                   usage.get("completion_tokens"), price(caller.cfg, batch=True),
+                                   choice.get("finish_reason"))
     error = line.get("error") or body.get("error") or {"message": "the line has no message content"}
     message = error.get("message", json.dumps(error)) if isinstance(error, dict) else str(error)
     return caller.response(rid, "error", None, f"batch line (HTTP {resp.get('status_code')}): {message}"[:2000],

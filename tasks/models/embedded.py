@@ -32,11 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import litellm
-from litellm import CustomLLM
-from litellm.types.utils import ModelResponse
-
 from tasks.models.embedded_worker import EMBEDDED
+from tasks.models.llm import CustomLLM, ModelResponse, custom_llm_setup, litellm
 
 # Restarts of one model's worker per process (a sweep, or a batch flow run): after that, the
 # model's remaining batches fail without being sent.
@@ -106,8 +103,8 @@ class Worker:
                 self.died = None
                 self.restarts += 1
 
-    def generate(self, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, int, int]:
-        """One generation in the worker: (text, prompt tokens, completion tokens).
+    def generate(self, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, int, int, str | None]:
+        """One generation in the worker: (text, prompt tokens, completion tokens, finish reason).
 
         Raises EmbeddedModelCrashed when the worker dies during the call or died earlier in this
         batch, RuntimeError when the model raised an error for this request.
@@ -134,7 +131,7 @@ class Worker:
         answer = json.loads(reply)
         if "error" in answer:
             raise RuntimeError(f"embedded model {self.route}: {answer['error']}")
-        return answer["text"], int(answer["prompt_tokens"]), int(answer["completion_tokens"])
+        return answer["text"], int(answer["prompt_tokens"]), int(answer["completion_tokens"]), answer.get("finish_reason")
 
     def _died(self, proc: subprocess.Popen[bytes]) -> EmbeddedModelCrashed:
         # Its stdout is closed, so it is exiting: wait for the status that names the cause.
@@ -222,10 +219,11 @@ class LocalProvider(CustomLLM):
         model = kwargs["model"].split("/", 1)[-1]
         params = dict(kwargs.get("optional_params") or {})
         started = time.monotonic()
-        text, p_tok, c_tok = worker(model).generate(kwargs["messages"], params)
+        text, p_tok, c_tok, finish = worker(model).generate(kwargs["messages"], params)
         return ModelResponse(
             model=f"local/{model}",
-            choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            choices=[{"index": 0, "finish_reason": finish or "stop",
+                      "message": {"role": "assistant", "content": text}}],
             usage={"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok},
             response_ms=(time.monotonic() - started) * 1000,
         )
@@ -247,7 +245,5 @@ def register() -> None:
     provider = LocalProvider()
     existing = [p for p in (litellm.custom_provider_map or []) if p.get("provider") != "local"]
     litellm.custom_provider_map = existing + [{"provider": "local", "custom_handler": provider}]
-    from litellm.utils import custom_llm_setup
-
     custom_llm_setup()
     _registered = True

@@ -143,8 +143,9 @@ def _close_all() -> None:
     _models.clear()
 
 
-def generate(name: str, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, int, int]:
-    """Run one generation; returns (text, prompt tokens, completion tokens)."""
+def generate(name: str, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, int, int, str | None]:
+    """Run one generation; returns (text, prompt tokens, completion tokens, llama-cpp's finish reason:
+    ``stop``, or ``length`` when ``max_tokens`` cut it)."""
     if name not in EMBEDDED:
         raise ValueError(f"unknown embedded model {name!r}; known: {', '.join(EMBEDDED)}")
     llm = load(name)
@@ -164,18 +165,20 @@ def generate(name: str, messages: list[dict[str, str]], params: dict[str, Any]) 
             out = llm.create_completion(prompt=completion_prompt(messages), stop=["\nQ:", "\n\n\n"], **sampling)
             text = out["choices"][0]["text"]
     usage = out.get("usage", {})
-    return text.strip(), int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+    return (text.strip(), int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
+            out["choices"][0].get("finish_reason"))
 
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     """Answer requests until ``requests`` ends: each line ``{"model", "messages", "params"}`` gets
-    one line back, ``{"text", "prompt_tokens", "completion_tokens"}`` or ``{"error"}``."""
+    one line back, ``{"text", "prompt_tokens", "completion_tokens", "finish_reason"}`` or ``{"error"}``."""
     for line in requests:
         request = json.loads(line)
         try:
-            text, prompt_tokens, completion_tokens = generate(request["model"], request["messages"], request["params"])
+            text, prompt_tokens, completion_tokens, finish = generate(request["model"], request["messages"],
+                                                                      request["params"])
             reply: dict[str, Any] = {"text": text, "prompt_tokens": prompt_tokens,
-                                     "completion_tokens": completion_tokens}
+                                     "completion_tokens": completion_tokens, "finish_reason": finish}
         except Exception as exc:  # noqa: BLE001 - a Python error is the request's answer, not the worker's end
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         replies.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")

@@ -37,7 +37,7 @@ def price(cfg: PricedModel, batch: bool = False) -> Price | None:
         return Price(cfg.input_cost_per_mtok / 1e6, cfg.output_cost_per_mtok / 1e6, "config")
     if cfg.provider == "local":
         return Price(0.0, 0.0, "embedded")
-    import litellm
+    from tasks.models.llm import litellm
 
     try:
         info = litellm.get_model_info(cfg.model)

@@ -20,18 +20,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-import litellm
-
 from tasks.config import ModelConfig
 from tasks.lake.store import now_utc
 from tasks.models import embedded, embedded_worker, limits
 from tasks.models.cost import prompt_token_estimate, response_cost
+from tasks.models.llm import litellm
 from tasks.models.pricing import Price, price
 from tasks.records import Request, Response, Route
-
-litellm.suppress_debug_info = True
-litellm.drop_params = True
-litellm.telemetry = False
 
 log = logging.getLogger("invarbench.concurrency")
 
@@ -300,6 +295,7 @@ class Caller:
                 return self._response(
                     request, "ok", text, None, attempts, started,
                     getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None),
+                    getattr(result.choices[0], "finish_reason", None),
                 )
             except limits.SharedLimitError:
                 raise  # our set-up, not the model's answer: never a ledger row
@@ -316,13 +312,16 @@ class Caller:
         return self._response(request, "error", None, _scrub(error, api_key)[:2000], attempts, started, None, None)
 
     def _response(self, request: Request, status: str, text: str | None, error: str | None,
-                  attempts: int, started: float, p_tok: int | None, c_tok: int | None) -> Response:
+                  attempts: int, started: float, p_tok: int | None, c_tok: int | None,
+                  finish_reason: str | None = None) -> Response:
         return self.response(request.request_id, status, text, error, attempts, time.monotonic() - started,
-                             p_tok, c_tok, self.price)
+                             p_tok, c_tok, self.price, finish_reason)
 
     def response(self, request_id: str, status: str, text: str | None, error: str | None, attempts: int,
-                 latency_s: float, p_tok: int | None, c_tok: int | None, p: Price | None) -> Response:
-        """A response row of this model and run, priced at ``p`` (direct and batch calls alike)."""
+                 latency_s: float, p_tok: int | None, c_tok: int | None, p: Price | None,
+                 finish_reason: str | None = None) -> Response:
+        """A response row of this model and run, priced at ``p`` (direct and batch calls alike), with the
+        provider's ``finish_reason`` when it gave one."""
         return Response(
             response_id=uuid.uuid4().hex,
             request_id=request_id,
@@ -337,4 +336,5 @@ class Caller:
             completion_tokens=c_tok,
             created_at=now_utc(),
             cost_usd=response_cost(p, p_tok, c_tok),
+            finish_reason=finish_reason or None,
         )

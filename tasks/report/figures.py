@@ -207,15 +207,15 @@ def attractor_scatter(frame: pl.DataFrame) -> tuple[plt.Figure | None, int]:
 
 
 def outcome_bars(frame: pl.DataFrame) -> plt.Figure | None:
-    """Stacked counts of correct, wrong, unparsable and error per model and suite."""
+    """Stacked counts of correct, wrong, unparsable, truncated and error per model and suite."""
     if frame.is_empty():
         return None
-    columns = ("n_correct", "n_wrong", "n_unparsable", "n_error")
+    columns = ("n_correct", "n_wrong", "n_unparsable", "n_truncated", "n_error")
     totals = frame.group_by("model", "suite").agg(pl.col(columns).sum()).sort("model", "suite", nulls_last=True)
     labels = [_label(m, s) for m, s in totals.select("model", "suite").iter_rows()]
     fig, ax = plt.subplots(figsize=(8, 0.5 * totals.height + 1.5), layout="constrained")
     left = np.zeros(totals.height)
-    for column, color in zip(columns, (COLORS[2], COLORS[3], COLORS[1], COLORS[7])):
+    for column, color in zip(columns, (COLORS[2], COLORS[3], COLORS[1], COLORS[4], COLORS[7])):
         values = _floats(totals[column])
         ax.barh(labels, values, left=left, color=color, label=column.removeprefix("n_"))
         left += values

@@ -6,10 +6,11 @@ its canonical answer, so consistency is known as soon as the parse is), and
 ``score_trials`` scores every trial of the selection that has no score of the current scorer
 version over the same responses.
 
-Trial-level rule (``SCORER_VERSION`` 1):
+Trial-level rule (``SCORER_VERSION`` 2):
 - a step without a response, or whose response is an error after retries → ``error``;
 - a chain stopped because a step's answer needed by the next one was unparsable → ``unparsable``;
-- the final step's parse unparsable → ``unparsable``;
+- the final step's parse unparsable → ``unparsable``; truncated (cut at the token limit before an
+  answer was stated) → ``truncated`` (new in version 2: scored, never correct, counted apart);
 - otherwise ``correct`` or ``wrong`` by the answer type's ``matches``; where the parser module
   defines ``lenient``, its result is stored as ``lenient_correct`` (a separately labelled score).
 """
@@ -26,7 +27,7 @@ from tasks.lake.store import now_utc, reader, write_table
 from tasks.scoring import parse as parsing
 from tasks.scoring.selection import Selection
 
-SCORER_VERSION = "1"
+SCORER_VERSION = "2"
 
 
 def scorer_version(answer_type: str) -> str:
@@ -58,7 +59,7 @@ def parse_responses(lake: str, selection: Selection) -> StageStats:
                 FROM run_requests rr JOIN items i ON i.item_id = rr.item_id
                 WHERE {where}
             )
-            SELECT l.response_id, a.request_id, l.text, a.step, a.item_answer_type, a.steps
+            SELECT l.response_id, a.request_id, l.text, l.finish_reason, a.step, a.item_answer_type, a.steps
             FROM asked a JOIN ledger l ON l.request_id = a.request_id AND l.status = 'ok'
             """,
             params=params,
@@ -73,7 +74,7 @@ def parse_responses(lake: str, selection: Selection) -> StageStats:
         # one row per response and parser version that has no parse yet
         todo = con.sql(
             """
-            SELECT s.response_id, s.request_id, s.text, t.answer_type, t.parser_version
+            SELECT s.response_id, s.request_id, s.text, s.finish_reason, t.answer_type, t.parser_version
             FROM selected s
             JOIN step_types t ON t.item_answer_type IS NOT DISTINCT FROM s.item_answer_type
                 AND t.steps IS NOT DISTINCT FROM s.steps AND t.step IS NOT DISTINCT FROM s.step
@@ -84,16 +85,20 @@ def parse_responses(lake: str, selection: Selection) -> StageStats:
         ).to_arrow_table()
         con.register("todo", todo)
         parsed = []
-        for answer_type, text in con.sql("SELECT DISTINCT answer_type, text FROM todo").fetchall():
-            one = parsing.parse(answer_type, text)
-            parsed.append((answer_type, text, one.status, one.value, one.extracted,
+        # the finish reason matters only where it marks a cut: other values parse alike
+        for answer_type, text, cut in con.sql(
+                f"SELECT DISTINCT answer_type, text, finish_reason = '{parsing.TRUNCATED_FINISH}' FROM todo").fetchall():
+            one = parsing.parse(answer_type, text, parsing.TRUNCATED_FINISH if cut else None)
+            parsed.append((answer_type, text, "1" if cut else None, one.status, one.value, one.extracted,
                            parsing.answer_key(answer_type, one.value)))
-        con.register("parsed", _strings(parsed, ("answer_type", "text", "status", "value", "extracted", "canonical")))
+        con.register("parsed", _strings(parsed, ("answer_type", "text", "cut", "status", "value", "extracted",
+                                                 "canonical")))
         out = con.sql(
-            """
+            f"""
             SELECT t.response_id, t.request_id, t.answer_type, t.parser_version,
                    p.status, p.value, p.extracted, p.canonical
             FROM todo t JOIN parsed p ON p.answer_type = t.answer_type AND p.text IS NOT DISTINCT FROM t.text
+                AND (p.cut IS NOT NULL) = coalesce(t.finish_reason = '{parsing.TRUNCATED_FINISH}', false)
             """
         ).to_arrow_table()
     write_table(lake, "parses", _stamped(out))
@@ -105,12 +110,13 @@ def judge(answer_type: str, gold: str, n_steps: int, steps: list[dict[str, Any]]
     if any(s["response_status"] != "ok" for s in steps):
         return {"status": "error", "correct": None, "lenient_correct": None, "predicted": None}
     if len(steps) < n_steps:
-        stopped_on_parse = any(s["parse_status"] == "unparsable" for s in steps)
-        status = "unparsable" if stopped_on_parse else "error"
+        no_answer = [s["parse_status"] for s in steps if s["parse_status"] in ("unparsable", "truncated")]
+        status = no_answer[-1] if no_answer else "error"
         return {"status": status, "correct": None, "lenient_correct": None, "predicted": None}
     final = steps[-1]
     if final["parse_status"] != "ok":
-        return {"status": "unparsable", "correct": None, "lenient_correct": None, "predicted": None}
+        status = "truncated" if final["parse_status"] == "truncated" else "unparsable"
+        return {"status": status, "correct": None, "lenient_correct": None, "predicted": None}
     module = parsing.parser_for(answer_type)
     correct = bool(module.matches(final["value"], gold))
     lenient = bool(module.lenient(final["value"], gold)) if hasattr(module, "lenient") else None

@@ -6,6 +6,11 @@ a parse), ``parse(text) -> Parsed`` and ``matches(value, gold) -> bool``; it may
 ``answer_key(value) -> str | None`` when its values are not yet keys: the canonical answer stored
 with the parse (equal answers, equal keys), which Consistency@k compares. Parses are derived data:
 ``invarbench rescore`` recomputes them from stored responses at any time.
+
+A parser marks a value read from a *stated* answer (its answer marker: an ``Answer:`` line,
+``\\boxed{}``, an ``Output:`` line, ...) as such. A response cut at the token limit (finish reason
+``length``) whose value was not stated is ``truncated``: whatever number its cut-off text ends with
+(``1+1+1+…``) is not its answer (docs/scoring.md#truncated-responses).
 """
 
 from __future__ import annotations
@@ -22,17 +27,23 @@ ANSWER_TYPES: dict[str, str] = {
 }
 
 
+TRUNCATED_FINISH = "length"  # the finish reason of a response cut at the token limit
+
+
 @dataclass(frozen=True)
 class Parsed:
-    """A parse: ``ok`` with a canonical ``value``, or ``unparsable``; ``extracted`` is the span used."""
+    """A parse: ``ok`` with a canonical ``value``, ``unparsable``, or ``truncated`` (cut at the token
+    limit before an answer was stated); ``extracted`` is the span used; ``stated`` whether the value
+    came from the parser's answer marker rather than from wherever the text ends."""
 
     status: str
     value: str | None
     extracted: str | None = None
+    stated: bool = False
 
     @classmethod
-    def ok(cls, value: str, extracted: str | None = None) -> "Parsed":
-        return cls("ok", value, extracted if extracted is not None else value)
+    def ok(cls, value: str, extracted: str | None = None, stated: bool = False) -> "Parsed":
+        return cls("ok", value, extracted if extracted is not None else value, stated)
 
     @classmethod
     def unparsable(cls, extracted: str | None = None) -> "Parsed":
@@ -53,11 +64,15 @@ def parser_version(answer_type: str) -> str:
     return f"{answer_type}/{parser_for(answer_type).VERSION}"
 
 
-def parse(answer_type: str, text: str | None) -> Parsed:
-    """Parse a response text with the parser of ``answer_type``."""
+def parse(answer_type: str, text: str | None, finish_reason: str | None = None) -> Parsed:
+    """Parse a response text with the parser of ``answer_type``; a response cut at the token limit
+    (``finish_reason`` ``length``) without a stated answer is ``truncated``."""
     if text is None:
         return Parsed.unparsable()
-    return parser_for(answer_type).parse(text)
+    parsed = parser_for(answer_type).parse(text)
+    if finish_reason == TRUNCATED_FINISH and not parsed.stated:
+        return Parsed("truncated", None, parsed.extracted)
+    return parsed
 
 
 def answer_key(answer_type: str, value: str | None) -> str | None:

@@ -17,7 +17,10 @@ A *math-looking run* is a maximal stretch of digits, ``.``, ``+ - * / ^``, paren
 have been normalized; it must contain a digit or π. Degree signs and LaTeX units
 (``\\text{cm}^2``) are dropped (answers are asked for in degrees, so ``90°`` is ``90``);
 ``50%`` is ``50/100``; a span that is nothing but ``a:b``, both sides math-looking runs, is the
-ratio ``a/b`` (``Step 1: 5`` has a word on the left and stays ``5``).
+ratio ``a/b`` (``Step 1: 5`` has a word on the left and stays ``5``). Numbers as people write
+them are read first (:mod:`tasks.scoring.parse.written`, new in version 3): ``1,250.5``,
+``3.162e0``, ``3.162 \\times 10^{0}``, the mixed numbers ``2\\frac{2}{3}`` and ``2 2/3``; the word
+``times`` between numbers is a product.
 
 Canonical value (``Parsed.value``):
 
@@ -96,8 +99,9 @@ from sympy.parsing.sympy_parser import (
 )
 
 from tasks.scoring.parse import Parsed
+from tasks.scoring.parse.written import drop_thousands_separators, expand_scientific, mixed_numbers
 
-VERSION = "2"
+VERSION = "3"
 
 MAX_EXPR_CHARS = 200  # longer "answers" are prose or garbage, and cost sympy time
 MAX_TEXT_CHARS = 100_000  # only the tail of a longer response is read (answers come last)
@@ -167,7 +171,8 @@ def parse(text: str) -> Parsed:
     if found is None:
         return Parsed.unparsable(span.strip())
     value, run = found
-    return Parsed.ok(value, run if in_prose else span.strip())
+    # sources 1-3 are the model's declared answer; free prose (source 4) is not
+    return Parsed.ok(value, run if in_prose else span.strip(), stated=not in_prose)
 
 
 @lru_cache(maxsize=65536)
@@ -275,7 +280,10 @@ def _span_value(span: str, last: bool) -> tuple[str, str] | None:
 
 def _normalize(text: str) -> str:
     """LaTeX, Unicode operators, degree signs, the words sqrt and pi → the run alphabet."""
+    # numbers as people write them first: the LaTeX rewrites below would split 2\frac{2}{3}
+    text = mixed_numbers(expand_scientific(drop_thousands_separators(text)))
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
+    text = re.sub(r"(?<=[\d)π])\s+times\s+(?=[\d(√π\\])", " * ", text)  # "2 times 2/3" is a product
     # units (with their exponent: cm^2 is not a square), before groups are unwrapped
     text = re.sub(r"\\(?:text|mathrm)\s*\{[^{}]*\}(?:\s*\^\s*\{?\s*\d\s*\}?)?", " ", text)
     for _ in range(20):  # innermost groups first; nesting deeper than this is not an answer

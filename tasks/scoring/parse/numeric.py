@@ -1,13 +1,16 @@
 """Integer answers from free text (answer_type ``integer``).
 
-Rule (version 1), first match wins:
+Rule (version 2), first match wins:
 1. the last line carrying an answer prefix (``Answer:``, ``Final answer:``, ``Output:``,
    ``Result:``, ``Total:``, case-insensitive, markdown emphasis ignored): the first integer or
    number word after the prefix;
 2. otherwise the last integer in the text (a trailing ``=`` result of a worked sum is last);
 3. otherwise the last number word sequence ("forty two", "one hundred and five").
-Thousands separators (``1,000``) are accepted; a decimal with a non-zero fraction is not an
-integer and is skipped. A text with no number is ``unparsable`` (never scored as wrong).
+Numbers are read as people write them (:mod:`tasks.scoring.parse.written`): thousands separators
+(``1,000``), scientific notation (``1.2e3``), a Unicode minus. A decimal with a non-zero fraction
+(``1,250.5``), a fraction (``1/2``) and a mixed number (``2 2/3``) are not integers and are
+skipped whole (version 1 read ``1,250.5`` as 1 and ``Answer: 1/2`` as 1). A text with no number is
+``unparsable`` (never scored as wrong).
 """
 
 from __future__ import annotations
@@ -15,11 +18,15 @@ from __future__ import annotations
 import re
 
 from tasks.scoring.parse import Parsed
+from tasks.scoring.parse.written import drop_thousands_separators, expand_scientific
 
-VERSION = "1"
+VERSION = "2"
 
 _PREFIX = re.compile(r"(?:final\s+answer|answer|output|result|total)\s*(?:is\s*:?|[:=])\s*(.*)$", re.I)
-_INT = re.compile(r"(?<![\w.])[-−]?\d{1,3}(?:,\d{3})+(?!\d|\.\d)|(?<![\w.])[-−]?\d+(?:\.0+)?(?!\d|\.\d)")
+# A number, with its fraction part; one beside a slash is a fraction's numerator or denominator,
+# one before a fraction the whole part of a mixed number (``2 2/3``).
+_NUMBER = re.compile(r"(?<![\w.])(?<!/)(?<!/ )[-−]?\d+(?:\.\d+)?(?![\w.]\d|\w| ?/ ?\d|[ \t]+\d+ ?/ ?\d)")
+_INT = re.compile(r"[-−]?\d+(?:\.0+)?")
 
 _UNITS = {
     w: i
@@ -34,8 +41,18 @@ _WORD = re.compile(r"[a-z]+", re.I)
 
 
 def _int_from_digits(token: str) -> int:
-    token = token.replace(",", "").replace("−", "-")
-    return int(float(token)) if "." in token else int(token)
+    token = token.replace("−", "-")
+    return int(token.split(".")[0])
+
+
+def _integers(text: str) -> list[str]:
+    """The integers of ``text`` in order: numbers without a non-zero fraction, outside fractions."""
+    return [t for t in _NUMBER.findall(text) if _INT.fullmatch(t)]
+
+
+def _as_written(text: str) -> str:
+    """``text`` with thousands separators and scientific notation read (module docstring)."""
+    return expand_scientific(drop_thousands_separators(text))
 
 
 def _number_word_runs(text: str) -> list[tuple[int, str]]:
@@ -85,25 +102,26 @@ def _number_word_runs(text: str) -> list[tuple[int, str]]:
 
 
 def _first_integer(fragment: str) -> Parsed | None:
-    m = _INT.search(fragment)
-    if m:
-        return Parsed.ok(str(_int_from_digits(m.group(0))), m.group(0))
+    """The first integer (or number words) after an answer prefix: a stated answer."""
+    found = _integers(fragment)
+    if found:
+        return Parsed.ok(str(_int_from_digits(found[0])), found[0], stated=True)
     runs = _number_word_runs(fragment)
     if runs:
-        return Parsed.ok(str(runs[0][0]), runs[0][1])
+        return Parsed.ok(str(runs[0][0]), runs[0][1], stated=True)
     return None
 
 
 def parse(text: str) -> Parsed:
     """Extract the integer answer from ``text`` following the module's versioned rule."""
-    cleaned = text.replace("*", "").replace("`", "")
+    cleaned = _as_written(text.replace("*", "").replace("`", ""))
     for line in reversed(cleaned.splitlines()):
         m = _PREFIX.search(line)
         if m:
             found = _first_integer(m.group(1))
             if found:
                 return found
-    digits = _INT.findall(cleaned)
+    digits = _integers(cleaned)
     if digits:
         return Parsed.ok(str(_int_from_digits(digits[-1])), digits[-1])
     runs = _number_word_runs(cleaned)

@@ -20,6 +20,8 @@ headline score); ``lenient`` (version 2) compares the sets of items, ignoring or
 case, where items are separated by whitespace, ``/``, ``,`` or ``;`` (a separately labelled score,
 meaningful for ``list_intersection``, whose answers are written ``a b c``, ``a/b/c`` or
 ``a, b, c`` depending on who wrote the prompt). Version 1 split on whitespace only and kept case.
+Version 3 marks an answer after an ``Output:`` marker as stated: a lone line of a response cut at
+the token limit is ``truncated`` (:func:`tasks.scoring.parse.parse`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import re
 
 from tasks.scoring.parse import Parsed
 
-VERSION = "2"
+VERSION = "3"
 
 _MARKER = re.compile(r"\boutput\b[ \t]*[*_`]*[ \t]*:", re.IGNORECASE)
 _EDGE_MARKUP = "*_`"
@@ -47,7 +49,7 @@ def parse(text: str) -> Parsed:
     value = clean(raw)
     if not value:
         return Parsed.unparsable(raw or None)
-    return Parsed.ok(value, raw.strip())
+    return Parsed.ok(value, raw.strip(), stated=bool(markers))
 
 
 def clean(raw: str) -> str:

@@ -1,0 +1,26 @@
+"""litellm, imported offline: the only module that imports it (every other one imports it from here).
+
+litellm downloads its price map while it is being imported unless ``LITELLM_LOCAL_MODEL_COST_MAP``
+(or ``LITELLM_OFFLINE_MODE``) is set. Entry points set them with
+:func:`tasks.environment.apply_defaults`, but a module imported first from elsewhere (a notebook,
+``python -c``, a test) would import litellm online. The import below runs under
+:func:`tasks.environment.offline`: the variables hold for the import only, values already set
+win, and the environment is as before afterwards (importing changes nothing). litellm's global
+settings that every call relies on are set here too, once.
+"""
+
+from __future__ import annotations
+
+from tasks.environment import offline
+
+with offline():
+    import litellm
+    from litellm import CustomLLM
+    from litellm.types.utils import ModelResponse
+    from litellm.utils import custom_llm_setup
+
+litellm.suppress_debug_info = True
+litellm.drop_params = True
+litellm.telemetry = False
+
+__all__ = ["CustomLLM", "ModelResponse", "custom_llm_setup", "litellm"]
