@@ -107,6 +107,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("response_ids", _str), ("created_at", _ts),
         ]
     ),
+    # Which items a dataset holds (sql/staging/dataset_items.sql): an item, stored once by content,
+    # may belong to several datasets (the same families imported twice, with more prompt styles).
+    "dataset_items": pa.schema([("dataset_id", _str), ("item_id", _str), ("created_at", _ts)]),
     # Statistics computed in Python by tasks.analysis.stats; sql/staging/computed.sql exposes them.
     "computed_bootstrap": pa.schema([
         ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("metric", _str),
@@ -645,3 +648,13 @@ def write_new_items(lake: str, rows: Sequence[dict[str, Any]]) -> int:
     new = [r for r in rows if r["item_id"] not in known]
     write_rows(lake, "items", new)
     return len(new)
+
+
+def write_memberships(lake: str, dataset: str, item_ids: Sequence[str]) -> int:
+    """Record that ``dataset`` holds ``item_ids`` (the pairs not recorded yet); returns how many were new."""
+    known = {r["item_id"] for r in read(
+        lake, "SELECT item_id FROM dataset_items WHERE dataset_id = ?", [dataset])}
+    fresh = sorted(set(item_ids) - known)
+    created = now_utc()
+    write_rows(lake, "dataset_items", [{"dataset_id": dataset, "item_id": i, "created_at": created} for i in fresh])
+    return len(fresh)
