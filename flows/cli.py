@@ -580,9 +580,9 @@ def report(
 
 @app.command("import-responses")
 def import_responses(
-    file: Path = typer.Argument(..., help="CSV, JSONL or Parquet: prompt/input, target/gold/out, "
-                                          "prediction/response/pred, optional task, family_id, variant, "
-                                          "bin/bins, key_entities"),
+    file: Path = typer.Argument(..., help="CSV, JSONL or Parquet: prompt/input/question, "
+                                          "target/gold/answer/out, prediction/response/output/pred, optional "
+                                          "task, family_id, variant, bin/bins, key_entities (names in any case)"),
     model: str = typer.Option(..., "--model", help="name the responses are stored under (route provider: imported)"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
