@@ -441,7 +441,7 @@ def sql(
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
-    from tasks.lake.store import open_catalog, query
+    from tasks.lake.store import open_catalog, query, read_only
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
@@ -458,8 +458,10 @@ def sql(
         )
         return
     try:
-        # Rebuilt first when built for another lake (a copied or moved warehouse) or older sql/.
-        con = open_catalog(catalog, cfg.lake_path)
+        # Rebuilt first when built for another lake (a copied or moved warehouse) or older sql/;
+        # read-only, so that read-only credentials do (the catalog is a local file of views).
+        with read_only():
+            con = open_catalog(catalog, cfg.lake_path)
     except LakeError as exc:
         fail(str(exc))
     except duckdb.IOException as exc:
@@ -483,12 +485,14 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, min=1
     Tokens and cost (USD) are what the run paid for (answers from the ledger cost nothing), in
     total and per model; a cost is empty when no response of the run has a price.
     """
+    from tasks.lake.store import read_only
     from tasks.runs.lifecycle import list_runs
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config, suites=False)
-    rows = list_runs(cfg.lake_path, limit)
+    with read_only():
+        rows = list_runs(cfg.lake_path, limit)
     if fmt == "table":  # cents are too coarse for small runs
         rows = [{**r, "cost_usd": None if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"} for r in rows]
     emit_rows(rows, fmt, title="runs")
