@@ -1,7 +1,8 @@
 """The generate stage: items for every configured task, as rows ready for the lake.
 
 A dataset is one task's items for one parameter set and seed; its id is the content hash of
-(generator, version, parameters, seed), so the same configuration names the same dataset.
+(generator, version, parameters, seed), so the same configuration names the same dataset. An
+imported dataset's id hashes the items it holds (:func:`imported_dataset_id`).
 """
 
 from __future__ import annotations
