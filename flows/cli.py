@@ -266,6 +266,18 @@ def check_generators(cfg: Any) -> None:
             raise GeneratorError(f"suites.{suite}.params.{task}: {exc}") from None
 
 
+def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> None:
+    """Everything a sweep could reject, checked before its flow starts: the configuration, the
+    filters, the stored datasets and the generators' parameters; exit 2 with one line otherwise."""
+    try:
+        cfg = _load(config, overrides).select(**select)
+        if cfg.sweep.datasets:
+            check_stored(cfg.lake_path, "sweep.datasets", cfg.sweep.datasets)
+        check_generators(cfg)
+    except (ConfigError, GeneratorError) as exc:
+        fail(str(exc))
+
+
 def _load(config: Optional[Path], overrides: dict[str, Any] | None = None, suites: bool | set[str] = True):
     # suites=False for the commands that only read the warehouse (see load_config)
     try:
@@ -303,13 +315,7 @@ def sweep(
         overrides.setdefault("sweep", {})["batch_size"] = batch_size
     if warehouse:
         overrides["warehouse"] = {"path": warehouse}
-    try:
-        cfg = _load(config, overrides).select(**select)
-        if cfg.sweep.datasets:
-            check_stored(cfg.lake_path, "sweep.datasets", cfg.sweep.datasets)
-        check_generators(cfg)
-    except (ConfigError, GeneratorError) as exc:
-        fail(str(exc))
+    check_sweep(config, overrides, select)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     server_up = start_prefect_server()
     from flows.sweep import concurrency_rows
