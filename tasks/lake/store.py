@@ -325,8 +325,12 @@ def ensure_lake(lake: str) -> None:
     A schema file from an older version (a table that has since gained columns) is rewritten, so
     the views of an old lake name every current column before the first new row carries it.
     Raises :class:`LakeError` (a configuration error) when the lake cannot be read or written.
+    Inside :func:`read_only` it writes nothing and only checks that the lake can be read.
     """
-    if lake in _ENSURED or _READ_ONLY.get():
+    if lake in _ENSURED:
+        return
+    if _READ_ONLY.get():
+        absent_tables(lake)  # only checks that the lake can be read (LakeError otherwise)
         return
     fs, root = lake_filesystem(lake)
     try:
