@@ -72,6 +72,7 @@ class Group(_OneLineErrors, typer.core.TyperGroup):
             fail(f"{exc.format_message().rstrip('.')}; see {ctx.command_path} --help")
         return None
 
+
     def invoke(self, ctx: typer.Context) -> Any:
         """Run the command; a lake it cannot use is a configuration problem: one line, exit 2."""
         try:
@@ -227,20 +228,18 @@ def check_stored(lake: str, option: str, values: list[str]) -> None:
     """Raise ConfigError naming the ``values`` of ``option`` the lake holds nothing of, before any
     flow starts. ``option`` is ``sweep.datasets``, ``--run``, ``--model`` or ``--suite``."""
     from flows.stages import check_datasets
-    from tasks.lake.store import read, read_only
+    from tasks.lake.store import read
 
     if not values:
         return
     if not lake_exists(lake):  # nothing is stored yet, and a read would create the lake's folders
         raise ConfigError(f"{option}: nothing is stored yet in {lake}, so no {', '.join(values)}")
     if option == "sweep.datasets":
-        with read_only():  # bad input writes nothing, not even a newer table's schema file
-            check_datasets(lake, values)
+        check_datasets(lake, values)
         return
     column, view, listing = STORED_NAMES[option]
-    with read_only():
-        found = {r["name"] for r in read(lake, f"SELECT DISTINCT {column} AS name FROM {view} "
-                                         f"WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [values])}
+    found = {r["name"] for r in read(lake, f"SELECT DISTINCT {column} AS name FROM {view} "
+                                     f"WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [values])}
     missing = [v for v in values if v not in found]
     if missing:
         raise ConfigError(f"{option} {', '.join(missing)}: nothing stored by that name; see {listing}")
