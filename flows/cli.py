@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -33,24 +34,82 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+# typer vendors its own click, and raises its usage errors, not those of the click package.
+from typer._click.exceptions import UsageError
 
 from tasks.config import ConfigError, LakeError, load_config
 from tasks.environment import apply_defaults
 from tasks.runs import progress, stopping
 from tasks.suites.base import GeneratorError
 
-app = typer.Typer(help="invarbench: robustness of language models under answer-preserving transformations.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
+class _OneLineErrors:
+    """Usage errors (a missing option, a value of the wrong type, an unknown command) as the one
+    ``error:`` line every other bad input gets, exit 2, instead of click's usage box; and no
+    ``<bool>`` after ``--help``."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)  # type: ignore[misc]
+        except UsageError as exc:
+            fail(f"{exc.format_message().rstrip('.')}; see {ctx.command_path} --help")
+        return []
+
+    def get_help_option(self, ctx: typer.Context) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""  # a flag takes no value; typer would print its type, <bool>
+        return option
+
+
+class Command(_OneLineErrors, typer.core.TyperCommand):
+    """Every command of the CLI (see :class:`_OneLineErrors`)."""
+
+
+class Group(_OneLineErrors, typer.core.TyperGroup):
+    """The CLI itself (see :class:`_OneLineErrors`)."""
+
+    def resolve_command(self, ctx: typer.Context, args: list[str]):
+        """The command ``args`` name; an unknown one is one ``error:`` line, exit 2."""
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            fail(f"{exc.format_message().rstrip('.')}; see {ctx.command_path} --help")
+        return None
+
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        """Run the command; a lake it cannot use is a configuration problem: one line, exit 2."""
+        try:
+            return super().invoke(ctx)
+        except LakeError as exc:
+            fail(str(exc))
+        return None
+
+
+class App(typer.Typer):
+    """A Typer whose commands are :class:`Command`, so a command added later gets the same errors."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable:
+        """Register a command (typer's ``command``, with ``cls`` defaulting to :class:`Command`)."""
+        kwargs.setdefault("cls", Command)
+        return super().command(*args, **kwargs)
+
+
+# Help in markdown: paragraphs reflow to the terminal's width and ``code`` prints as code.
+app = App(help="invarbench: robustness of language models under answer-preserving transformations.",
+          no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=Group,
+          rich_markup_mode="markdown")
+# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default. No markup:
+# what is printed holds the user's text (paths, bins such as [lo, hi]), which must print as written.
+console = Console(width=None if sys.stdout.isatty() else 160, markup=False)
+err = Console(stderr=True, markup=False)
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="configuration file (default: ./invarbench.toml if present)")
 
 
 def fail(message: str, code: int = 2) -> None:
     """Print ``message`` on stderr and exit with ``code``."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(Text("error: ", style="bold red") + Text(message), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -180,6 +239,67 @@ def parse_date(option: str, value: str | None) -> dt.date | None:
     return None
 
 
+def lake_exists(lake: str) -> bool:
+    """Whether anything was ever stored in ``lake`` (an object-store lake is assumed to exist)."""
+    from tasks.lake.store import is_url, lake_root
+
+    return is_url(lake) or Path(lake_root(lake)).is_dir()
+
+
+def check_stored(lake: str, option: str, values: list[str]) -> None:
+    """Raise ConfigError naming the ``values`` of ``option`` the lake holds nothing of, before any
+    flow starts. ``option`` is ``sweep.datasets``, ``--run``, ``--model`` or ``--suite``."""
+    from flows.stages import check_datasets
+    from tasks.lake.store import read
+
+    if not values:
+        return
+    if not lake_exists(lake):  # nothing is stored yet, and a read would create the lake's folders
+        raise ConfigError(f"{option}: nothing is stored yet in {lake}, so no {', '.join(values)}")
+    if option == "sweep.datasets":
+        check_datasets(lake, values)
+        return
+    column, view, listing = STORED_NAMES[option]
+    found = {r["name"] for r in read(lake, f"SELECT DISTINCT {column} AS name FROM {view} "
+                                     f"WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [values])}
+    missing = [v for v in values if v not in found]
+    if missing:
+        raise ConfigError(f"{option} {', '.join(missing)}: nothing stored by that name; see {listing}")
+
+
+# option → (column, view, where to list the stored names) of the names a filter may give
+STORED_NAMES = {
+    "--run": ("run_id", "runs", "`invarbench runs`"),
+    "--model": ("model", "requests", "`invarbench sql \"SELECT DISTINCT model FROM requests\"`"),
+    "--suite": ("suite", "items", "`invarbench sql \"SELECT DISTINCT suite FROM items\"`"),
+}
+
+
+def check_generators(cfg: Any) -> None:
+    """Run every selected generator once, before the flow: a parameter only a generator checks
+    (``n_step = -10``) raises GeneratorError here, in a fraction of a second, instead of inside
+    the flow after Prefect has started. Generating is cheap next to calling a model."""
+    from tasks.items.generate import generate_task
+
+    for suite, task in cfg.selected_tasks():
+        try:
+            generate_task(suite, task, cfg.task_params(suite, task), cfg.sweep.seed)
+        except GeneratorError as exc:
+            raise GeneratorError(f"suites.{suite}.params.{task}: {exc}") from None
+
+
+def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> None:
+    """Everything a sweep could reject, checked before its flow starts: the configuration, the
+    filters, the stored datasets and the generators' parameters; exit 2 with one line otherwise."""
+    try:
+        cfg = _load(config, overrides).select(**select)
+        if cfg.sweep.datasets:
+            check_stored(cfg.lake_path, "sweep.datasets", cfg.sweep.datasets)
+        check_generators(cfg)
+    except (ConfigError, GeneratorError) as exc:
+        fail(str(exc))
+
+
 def _load(config: Optional[Path], overrides: dict[str, Any] | None = None, suites: bool | set[str] = True):
     # suites=False for the commands that only read the warehouse (see load_config)
     try:
@@ -217,10 +337,7 @@ def sweep(
         overrides.setdefault("sweep", {})["batch_size"] = batch_size
     if warehouse:
         overrides["warehouse"] = {"path": warehouse}
-    try:
-        _load(config, overrides).select(**select)
-    except ConfigError as exc:
-        fail(str(exc))
+    check_sweep(config, overrides, select)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     with stopped_cleanly():
         summary = _run_sweep(config, overrides, select)
@@ -286,16 +403,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
     if summary.get("report"):
         console.print(f"report:    {summary['report']}", highlight=False)
     if summary["dropped_families"]:
-        err.print(f"[yellow]{len(summary['dropped_families'])} family(ies) dropped: each repeats a prompt of an "
-                  f"earlier family of its suite (one problem counts once)[/]", highlight=False)
+        err.print(f"{len(summary['dropped_families'])} family(ies) dropped: each repeats a prompt of an "
+                  "earlier family of its suite (one problem counts once)", style="yellow", highlight=False)
     print_rows(summary["cost"], title="tokens and cost of this run (USD; empty = no price known)")
     print_rows(concurrency_rows(summary["concurrency"]), title="adaptive concurrency")
     print_rows(summary["models"], title="calls per model (wall_s: its stream from start to end)")
     if summary["waiting"]:
-        err.print(f"[yellow]{summary['waiting']} request(s) wait in provider batch jobs: the run is `waiting`; "
-                  "the next sweep collects the finished jobs[/]")
+        err.print(f"{summary['waiting']} request(s) wait in provider batch jobs: the run is `waiting`; "
+                  "the next sweep collects the finished jobs", style="yellow")
     if summary["errors"]:
-        err.print(f"[yellow]{summary['errors']} request(s) ended in error; the next sweep sends them again[/]")
+        err.print(f"{summary['errors']} request(s) ended in error; the next sweep sends them again", style="yellow")
 
 
 @app.command()
@@ -350,20 +467,24 @@ def import_families(
     The import is a Prefect flow and a run of kind ``import-families`` (see ``invarbench runs``).
     """
     _load(config)
-    if not file.exists():
+    if not file.is_file():
         fail(f"{file}: no such file")
+    styles = [s.strip() for s in prompt_styles.split(",") if s.strip()]
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from flows.imports import import_families as import_flow
+    from flows.imports import plan_families
     from tasks.items.validate import ValidationFailed
     from tasks.suites.geometry.imported import ImportFamiliesError
 
-    try:
-        summary = import_flow(str(file), [s.strip() for s in prompt_styles.split(",") if s.strip()],
-                              str(config) if config else None)
-    except (ImportFamiliesError, GeneratorError, ValidationFailed) as exc:
-        fail(f"{file}: nothing imported:\n{exc}")
+    try:  # checked here, before the flow starts Prefect: a bad file costs a fraction of a second
+        plan_families(str(file), styles)
+    except GeneratorError as exc:
+        fail(f"--prompt-styles: {exc}")
+    except (ImportFamiliesError, ValidationFailed) as exc:
+        fail(f"{file}: nothing imported: {exc}")
+    summary = import_flow(str(file), styles, str(config) if config else None)
     dataset = summary["dataset"]
-    console.print(f"imported {summary['families']} families ({summary['items']} items) as dataset {dataset}\n"
+    console.print(f"{summary['message']}\n"
                   f"run them: invarbench sweep --dataset {dataset}   (or add it to sweep.datasets)\n"
                   f"prefect flow run: {summary['flow_run_id']}", highlight=False)
 
@@ -377,7 +498,7 @@ def sql(
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
-    from tasks.lake.store import open_catalog, query
+    from tasks.lake.store import open_catalog, query, read_only
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
@@ -394,8 +515,10 @@ def sql(
         )
         return
     try:
-        # Rebuilt first when built for another lake (a copied or moved warehouse) or older sql/.
-        con = open_catalog(catalog, cfg.lake_path)
+        # Rebuilt first when built for another lake (a copied or moved warehouse) or older sql/;
+        # read-only, so that read-only credentials do (the catalog is a local file of views).
+        with read_only():
+            con = open_catalog(catalog, cfg.lake_path)
     except LakeError as exc:
         fail(str(exc))
     except duckdb.IOException as exc:
@@ -410,7 +533,7 @@ def sql(
 
 
 @app.command()
-def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help="most recent runs to list"),
+def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, min=1, help="most recent runs to list"),
          fmt: str = FormatOpt) -> None:
     """List runs with their Prefect flow-run ids, status, models, counts, errors, tokens and cost.
 
@@ -419,12 +542,14 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, help=
     Tokens and cost (USD) are what the run paid for (answers from the ledger cost nothing), in
     total and per model; a cost is empty when no response of the run has a price.
     """
+    from tasks.lake.store import read_only
     from tasks.runs.lifecycle import list_runs
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = _load(config, suites=False)
-    rows = list_runs(cfg.lake_path, limit)
+    with read_only():
+        rows = list_runs(cfg.lake_path, limit)
     if fmt == "table":  # cents are too coarse for small runs
         rows = [{**r, "cost_usd": None if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"} for r in rows]
     emit_rows(rows, fmt, title="runs")
@@ -480,7 +605,12 @@ def rescore(
 ) -> None:
     """Re-parse and re-score stored responses with the current parser and scorer; calls no model."""
     since_date = parse_date("--since", since)
-    _load(config)
+    cfg = _load(config)
+    try:
+        for option, values in (("--run", run), ("--model", model), ("--suite", suite)):
+            check_stored(cfg.lake_path, option, list(values or []))
+    except ConfigError as exc:
+        fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     server_up = start_prefect_server()
     from flows.rescore import rescore as rescore_flow
@@ -496,7 +626,7 @@ def rescore(
 
 @app.command()
 def report(
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default <warehouse>/reports/<timestamp>/)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: `<warehouse>/reports/<timestamp>/`)"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Compute the statistics (unless the stored ones are current), then write the HTML report
@@ -538,8 +668,8 @@ def export(
                   f"new in the warehouse\nrun them: inspect eval {out / 'task.py'} --model PROVIDER/MODEL",
                   highlight=False)
     if summary["left_out"]:
-        err.print(f"[yellow]{summary['left_out']} multi-call (chain) item(s) left out: Inspect's generate() "
-                  "makes one call per sample[/]", highlight=False)
+        err.print(f"{summary['left_out']} multi-call (chain) item(s) left out: Inspect's generate() "
+                  "makes one call per sample", style="yellow", highlight=False)
 
 
 def _import_foreign(source: Path, fmt: str, mapping: Optional[Path], config: Optional[Path], cfg) -> None:
@@ -561,19 +691,20 @@ def _import_foreign(source: Path, fmt: str, mapping: Optional[Path], config: Opt
         console.print("finish reasons: " + ", ".join(f"{k} {n}" for k, n in result["finish_reasons"].items()),
                       highlight=False)
     if result["duplicates"]:
-        err.print(f"[yellow]{result['duplicates']} sample(s) repeat an imported one (same model, item and "
-                  "sample): the first counts[/]", highlight=False)
+        err.print(f"{result['duplicates']} sample(s) repeat an imported one (same model, item and "
+                  "sample): the first counts", style="yellow", highlight=False)
     if result["unmapped"]:
-        err.print(f"[yellow]{len(result['unmapped'])} sample(s) not imported:[/]", highlight=False)
+        err.print(f"{len(result['unmapped'])} sample(s) not imported:", style="yellow", highlight=False)
         for u in result["unmapped"]:
             err.print(f"  {u['sample']} ({u['model']}): {u['reason']}", highlight=False, soft_wrap=True)
 
 
 @app.command("import-responses")
 def import_responses(
-    file: Path = typer.Argument(..., help="CSV, JSONL or Parquet: prompt/input, target/gold/out, "
-                                          "prediction/response/pred, optional task, family_id, variant, "
-                                          "bin/bins, key_entities; with --format: a file or folder of "
+    file: Path = typer.Argument(..., help="CSV, JSONL or Parquet: prompt/input/question, "
+                                          "target/gold/answer/out, prediction/response/output/pred, optional "
+                                          "task, family_id, variant, bin/bins, key_entities, finish_reason "
+                                          "(names in any case); with --format: a file or folder of "
                                           "Inspect logs or lm-eval samples"),
     model: Optional[str] = typer.Option(None, "--model", help="name the responses are stored under (route "
                                         "provider: imported); not with --format inspect/lm-eval (their files name it)"),
@@ -600,12 +731,13 @@ def import_responses(
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from flows.imports import import_responses as import_flow
     from flows.sweep import headline
-    from tasks.imports import ImportRejected
+    from tasks.imports import ImportRejected, plan_import
 
-    try:
-        summary = import_flow(str(file), model, str(config) if config else None)
+    try:  # checked here, before the flow starts Prefect: a bad file costs a fraction of a second
+        plan_import(file, model)
     except ImportRejected as exc:
         fail(str(exc))
+    summary = import_flow(str(file), model, str(config) if config else None)
     print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(cfg.lake_path, summary["run_id"])],
                title=f"run {summary['run_id']}: accuracy per task and bin")
     types = ", ".join(f"{task}: {t}" for task, t in sorted(summary["answer_types"].items()))
@@ -615,7 +747,7 @@ def import_responses(
         console.print("bins (as written → stored): "
                       + ", ".join(f"{given} → {label}" for given, label in summary["bins"].items()), highlight=False)
     if summary["ignored_columns"]:
-        err.print(f"[yellow]ignored columns: {', '.join(summary['ignored_columns'])}[/]", highlight=False)
+        err.print(f"ignored columns: {', '.join(summary['ignored_columns'])}", style="yellow", highlight=False)
 
 
 def main() -> None:
@@ -626,9 +758,6 @@ def main() -> None:
     apply_defaults()  # before any command loads Prefect or litellm
     try:
         app()
-    except LakeError as exc:  # any command on a lake it cannot use: a configuration problem, exit 2
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
     finally:
         # The interpreter's last garbage collection walks every object Prefect, litellm and Great
         # Expectations created: 10 s and more on a busy machine after a sweep, so a stopped sweep

@@ -23,7 +23,7 @@ from tasks.imports import ImportPlan, plan_import, run_config, store_import
 from tasks.interop import plan_foreign
 from tasks.items.generate import family_rows
 from tasks.items.validate import validate_items
-from tasks.lake.store import write_new_items
+from tasks.lake.store import write_memberships, write_new_items
 from tasks.records import canonical_json
 from tasks.runs import lifecycle
 
@@ -69,15 +69,22 @@ def import_foreign(source: str, fmt: str, mapping: str | None = None, config_pat
             "finish_reasons": planned.finish_reasons}
 
 
+def plan_families(file: str, prompt_styles: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
+    """The dataset id and validated item rows of a parallel set; raises ImportFamiliesError,
+    GeneratorError or ValidationFailed, writes nothing (the CLI calls it before the flow starts)."""
+    dataset, rows = family_rows(file, list(prompt_styles))
+    validate_items(rows, batch_name="import")
+    return dataset, rows
+
+
 @flow(name="import-families", log_prints=False)
 def import_families(file: str, prompt_styles: Sequence[str], config_path: str | None = None,
                     overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Store a parallel set (``file``) as the families of one dataset, in each of ``prompt_styles``;
-    returns the run id, flow run id, dataset id and counts."""
+    returns the run id, flow run id, dataset id and counts (items new, and already stored)."""
     apply_defaults()
     cfg = load_config(config_path, overrides)
-    dataset, rows = family_rows(file, list(prompt_styles))
-    validate_items(rows, batch_name="import")
+    dataset, rows = plan_families(file, prompt_styles)
     families = len({r["family_id"] for r in rows})
     run = lifecycle.Run(cfg.lake_path, lifecycle.new_run_id(), "import-families",
                         config=canonical_json({"source": file, "prompt_styles": list(prompt_styles),
@@ -85,7 +92,9 @@ def import_families(file: str, prompt_styles: Sequence[str], config_path: str | 
                         models=canonical_json([]), flow_run_id=lifecycle.flow_run_id())
     with run.start(n_items=len(rows)):
         written = write_new_items(cfg.lake_path, rows)
-        message = f"imported {families} families ({len(rows)} items, {written} new) as dataset {dataset}"
+        write_memberships(cfg.lake_path, dataset, [r["item_id"] for r in rows])
+        message = (f"imported {families} families ({len(rows)} items) as dataset {dataset}: "
+                   f"{written} new, {len(rows) - written} already stored")
         run.finish(message)
     lifecycle.rebuild_catalog(cfg)
     return {"run_id": run.run_id, "flow_run_id": run.flow_run_id, "dataset": dataset, "families": families,

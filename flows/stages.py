@@ -49,14 +49,22 @@ def generate_items(suite: str, task_name: str, params: dict[str, Any], seed: int
 
 @task(name="load-datasets", cache_policy=NONE)
 def load_datasets(lake: str, datasets: list[str]) -> list[dict[str, Any]]:
-    """Item rows of stored datasets (imported families); an unknown id is a ConfigError."""
-    rows = read(lake, "SELECT * FROM items WHERE dataset_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY item_id",
-                [datasets])
-    missing = sorted(set(datasets) - {r["dataset_id"] for r in rows})
+    """Item rows of stored datasets (imported families), selected through their memberships
+    (``dataset_items``), each item once; an unknown id is a ConfigError."""
+    check_datasets(lake, datasets)
+    return read(lake, "SELECT * FROM items WHERE item_id IN (SELECT item_id FROM dataset_items "
+                "WHERE dataset_id IN (SELECT unnest(?::VARCHAR[]))) ORDER BY item_id", [datasets])
+
+
+def check_datasets(lake: str, datasets: list[str]) -> None:
+    """Raise ConfigError naming the ids of ``datasets`` that no stored item belongs to."""
+    found = {r["dataset_id"] for r in read(
+        lake, "SELECT DISTINCT dataset_id FROM dataset_items WHERE dataset_id IN (SELECT unnest(?::VARCHAR[]))",
+        [datasets])}
+    missing = sorted(set(datasets) - found)
     if missing:
         raise ConfigError(f"sweep.datasets: no stored dataset {', '.join(missing)}; see `invarbench sql "
-                          f"\"SELECT DISTINCT dataset_id, suite, task FROM items\"`")
-    return rows
+                          f"\"SELECT DISTINCT dataset_id FROM dataset_items\"`")
 
 
 @task(name="validate", task_run_name="validate-batch-{index}", cache_policy=NONE)

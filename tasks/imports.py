@@ -1,24 +1,28 @@
 """``invarbench import-responses``: responses produced elsewhere, stored and scored like any run.
 
 The file is CSV (UTF-8, a header row), JSONL (one JSON object per line) or Parquet, one row per
-response. Column names are exact (lower case); other columns are ignored and reported:
+response. Column names match whatever their case and surrounding spaces (``Prompt``, ``prompt,
+target`` with a space after the comma: :func:`tasks.columns.match_columns`); other columns are
+ignored and reported:
 
-======================  ==========================================================================
-``prompt`` / ``input``  the prompt (required; sent as one user message)
-``target`` / ``gold`` / the gold answer (required, never empty: see below)
-``out``
-``prediction`` /        the model's raw reply (required; may be empty, which scores as unparsable)
-``response`` / ``pred``
-``task``                task name (default ``imported``); it decides the parser, see below
-``family_id``           family of the item (default: one family per task and prompt)
-``variant``             variant within the family (default ``original``)
-``key_entities``        integer (default: the bin's lower edge, else 0)
-``bin`` / ``bins``      the bin, in any common spelling (default: ``key_entities`` alone; ``all``
-                        when neither is given), see below
-``finish_reason``       why generation stopped (``stop``, ``length``, ...), stored as given; a
-                        ``length`` reply without a stated answer scores as truncated
-======================  ==========================================================================
+=================================  ===============================================================
+``prompt`` / ``input`` /           the prompt (required; sent as one user message)
+``question``
+``target`` / ``gold`` /            the gold answer (required, never empty: see below)
+``answer`` / ``out``
+``prediction`` / ``response`` /    the model's raw reply (required; may be empty, which scores as
+``output`` / ``pred``              unparsable)
+``task``                           task name (default ``imported``); it decides the parser
+``family_id``                      family of the item (default: one family per task and prompt)
+``variant``                        variant within the family (default ``original``)
+``key_entities``                   integer (default: the bin's lower edge, else 0)
+``bin`` / ``bins``                 the bin, in any common spelling (default: ``key_entities``
+                                   alone; ``all`` when neither is given), see below
+``finish_reason``                  why generation stopped (``stop``, ``length``, ...), stored as
+                                   given; a ``length`` reply without a stated answer scores as truncated
+=================================  ===============================================================
 
+A missing required column is reported with the columns the file has.
 The aliases ``out``, ``pred`` and ``bins`` are the MLissard result files' names, so those files
 import as published. Two columns giving the same thing (``target`` and ``out``) are an error.
 
@@ -70,9 +74,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tasks.columns import ColumnError, match_columns
 from tasks.items.generate import dataset_id, item_row
 from tasks.items.validate import ValidationFailed, validate_items
-from tasks.lake.store import now_utc, write_new_items, write_rows
+from tasks.lake.store import now_utc, write_memberships, write_new_items, write_rows
 from tasks.models.call import lookup_ledger, request_row, trial_id
 from tasks.records import Item, Request, Response, Route, canonical_json
 from tasks.scoring.score import parse_responses, score_trials
@@ -87,8 +92,8 @@ DEFAULT_TASK = "imported"
 DEFAULT_VARIANT = "original"
 
 # canonical name → accepted column names, in the order the module docstring gives them
-REQUIRED = {"prompt": ("prompt", "input"), "gold": ("target", "gold", "out"),
-            "response": ("prediction", "response", "pred")}
+REQUIRED = {"prompt": ("prompt", "input", "question"), "gold": ("target", "gold", "answer", "out"),
+            "response": ("prediction", "response", "output", "pred")}
 OPTIONAL = {"task": ("task",), "family_id": ("family_id",), "variant": ("variant",), "bin": ("bin", "bins"),
             "key_entities": ("key_entities",), "finish_reason": ("finish_reason",)}
 SUITE_ANSWER_TYPES = {"lissard": "text", "symmetry": "integer", "geometry": "math"}
@@ -191,20 +196,12 @@ READERS = {".csv": _csv_rows, ".jsonl": _jsonl_rows, ".parquet": _parquet_rows}
 
 
 def resolve_columns(path: Path, header: list[str]) -> tuple[dict[str, str], list[str]]:
-    """Map canonical names to the file's columns; returns (mapping, ignored columns)."""
-    mapping: dict[str, str] = {}
-    for name, accepted in {**REQUIRED, **OPTIONAL}.items():
-        present = [c for c in accepted if c in header]
-        if not present and name in REQUIRED:
-            others = ", ".join(repr(c) for c in accepted[1:])
-            raise ImportRejected(f"{path}: missing column {accepted[0]!r} (or {others}); "
-                                 f"columns found: {', '.join(header) or 'none'}")
-        if len(present) > 1:
-            raise ImportRejected(f"{path}: columns {' and '.join(repr(c) for c in present)} both give the {name}; "
-                                 "keep one")
-        if present:
-            mapping[name] = present[0]
-    return mapping, sorted(set(header) - set(mapping.values()))
+    """Map canonical names to the file's columns (:func:`tasks.columns.match_columns`); returns
+    (mapping, ignored columns)."""
+    try:
+        return match_columns(header, {**REQUIRED, **OPTIONAL}, REQUIRED)
+    except ColumnError as exc:
+        raise ImportRejected(f"{path}: {exc}") from None
 
 
 def _text(value: Any) -> str | None:
@@ -380,7 +377,12 @@ def store_import(plan: ImportPlan, lake: str, run_id: str) -> dict[str, Any]:
     """Write the plan as run ``run_id`` (items, requests, responses), then parse and score it;
     returns a summary. The run's own rows are the caller's (:func:`flows.imports.import_responses`)."""
     # Items are content-addressed: one already in the lake is the same item, and the items view keeps one.
-    write_new_items(lake, plan.items)
+    new_items = write_new_items(lake, plan.items)
+    by_dataset: dict[str, list[str]] = {}
+    for row in plan.items:
+        by_dataset.setdefault(row["dataset_id"], []).append(row["item_id"])
+    for dataset, item_ids in by_dataset.items():
+        write_memberships(lake, dataset, item_ids)
     write_rows(lake, "requests", [request_row(run_id, req, 0) for req in plan.requests])
     ledger = lookup_ledger(lake, [req.request_id for req in plan.requests])
     fresh = [req for req in plan.requests if req.request_id not in ledger]
@@ -395,7 +397,9 @@ def store_import(plan: ImportPlan, lake: str, run_id: str) -> dict[str, Any]:
     scored = score_trials(lake, selection, run_id)
     cached = len(plan.requests) - len(fresh)
     message = (f"imported {len(fresh)} response(s) from {plan.source}"
-               + (f"; {cached} already in the ledger kept their stored response" if cached else ""))
-    return {"run_id": run_id, "items": len(plan.items), "requests": len(plan.requests), "stored": len(fresh),
+               + (f"; {cached} already in the ledger kept their stored response" if cached else "")
+               + f"; items: {new_items} new, {len(plan.items) - new_items} already stored")
+    return {"run_id": run_id, "items": len(plan.items), "new_items": new_items, "requests": len(plan.requests),
+            "stored": len(fresh),
             "cached": cached, "parsed": parsed.written, "scored": scored.written, "answer_types": plan.answer_types,
             "ignored_columns": plan.ignored_columns, "bins": plan.bins, "message": message}

@@ -171,9 +171,9 @@ HEADER = "prompt,target,prediction\n"
 # case → (write the file under a folder, text the message must contain)
 MALFORMED = {
     "missing target column": (lambda d: write_csv(d / "a.csv", [GOOD], ["prompt", "prediction"]),
-                              "missing column 'target' (or 'gold', 'out')"),
+                              "missing column 'target' (or 'gold', 'answer', 'out')"),
     "missing prediction column": (lambda d: write_jsonl(d / "a.jsonl", [{"input": "q", "gold": "1"}]),
-                                  "missing column 'prediction' (or 'response', 'pred')"),
+                                  "missing column 'prediction' (or 'response', 'output', 'pred')"),
     "two prompt columns": (lambda d: write_jsonl(d / "a.jsonl", [{**GOOD, "input": "q"}]),
                            "columns 'prompt' and 'input' both give the prompt"),
     "empty csv": (lambda d: raw(d / "a.csv", b""), "no rows to import"),

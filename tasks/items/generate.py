@@ -1,15 +1,14 @@
 """The generate stage: items for every configured task, as rows ready for the lake.
 
 A dataset is one task's items for one parameter set and seed; its id is the content hash of
-(generator, version, parameters, seed), so the same configuration names the same dataset.
+(generator, version, parameters, seed), so the same configuration names the same dataset. An
+imported dataset's id hashes the items it holds (:func:`imported_dataset_id`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Sequence
 
 from tasks.items.features import feature_row
@@ -60,14 +59,20 @@ def item_row(item: Item, dataset: str) -> dict[str, Any]:
     }
 
 
+def imported_dataset_id(kind: str, item_ids: Sequence[str]) -> str:
+    """The id of an imported dataset: a hash of the items it holds, never of the file's bytes, so a
+    BOM, other line endings or an extra column name the same dataset, and the id selects exactly
+    the items imported (through the ``dataset_items`` memberships)."""
+    return content_hash({"imported": kind, "items": sorted(set(item_ids))})
+
+
 def family_rows(path: str, prompt_styles: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
-    """Item rows of an imported parallel set (geometry); the dataset id hashes the file's bytes.
+    """Item rows of an imported parallel set (geometry) and the id of the dataset they make up.
 
     Raises ImportFamiliesError (naming rows and columns) before any row is built.
     """
     from tasks.suites.geometry.imported import load_families
 
     items = load_families(path, prompt_styles)
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    dataset = content_hash({"imported": digest, "prompt_styles": list(prompt_styles)})
+    dataset = imported_dataset_id("geometry.imported", [item.item_id for item in items])
     return dataset, [item_row(item, dataset) for item in items]

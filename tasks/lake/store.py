@@ -15,6 +15,7 @@ use an in-memory DuckDB with the same views, so a sweep never holds the catalog 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import os
 import re
@@ -109,6 +110,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("response_ids", _str), ("created_at", _ts),
         ]
     ),
+    # Which items a dataset holds (sql/staging/dataset_items.sql): an item, stored once by content,
+    # may belong to several datasets (the same families imported twice, with more prompt styles).
+    "dataset_items": pa.schema([("dataset_id", _str), ("item_id", _str), ("created_at", _ts)]),
     # Statistics computed in Python by tasks.analysis.stats; sql/staging/computed.sql exposes them.
     "computed_bootstrap": pa.schema([
         ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("metric", _str),
@@ -275,6 +279,45 @@ def unusable_lake(lake: str, exc: Exception) -> LakeError:
 _ENSURED: set[str] = set()
 
 
+# Set by the commands that only read (``sql``, ``runs``: :func:`read_only`).
+_READ_ONLY = contextvars.ContextVar("invarbench_lake_read_only", default=False)
+
+
+@contextlib.contextmanager
+def read_only() -> Iterator[None]:
+    """Within the block nothing is written to any lake: :func:`ensure_lake` writes no schema file,
+    a table that has none yet (a fresh lake, or one written before the table existed) reads as
+    empty, and a write raises. For commands that must work with read-only credentials."""
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
+
+
+def absent_tables(lake: str) -> frozenset[str]:
+    """The tables of ``lake`` without a schema file, when reading only (none otherwise: then
+    :func:`ensure_lake` has written them)."""
+    if not _READ_ONLY.get():
+        return frozenset()
+    fs, root = lake_filesystem(lake)
+    try:
+        return frozenset(t for t in SCHEMAS if fs.get_file_info(f"{root}/{t}/day=1970-01-01/{SCHEMA_FILE}").type
+                         == pafs.FileType.NotFound)
+    except OSError as exc:
+        raise unusable_lake(lake, exc) from None
+
+
+_DUCKDB_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
+                 pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ", pa.list_(pa.string()): "VARCHAR[]"}
+
+
+def _empty_table_sql(table: str) -> str:
+    """A query of no rows with the columns ``lake_table(table)`` would give (its ``day`` included)."""
+    columns = [f"CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS {f.name}" for f in SCHEMAS[table]]
+    return f"(SELECT {', '.join(columns)}, CAST(NULL AS DATE) AS day WHERE false)"
+
+
 def ensure_lake(lake: str) -> None:
     """Create every table folder with an empty schema file, so views work before the first run.
 
@@ -284,8 +327,12 @@ def ensure_lake(lake: str) -> None:
     A schema file from an older version (a table that has since gained columns) is rewritten, so
     the views of an old lake name every current column before the first new row carries it.
     Raises :class:`LakeError` (a configuration error) when the lake cannot be read or written.
+    Inside :func:`read_only` it writes nothing and only checks that the lake can be read.
     """
     if lake in _ENSURED:
+        return
+    if _READ_ONLY.get():
+        absent_tables(lake)  # only checks that the lake can be read (LakeError otherwise)
         return
     fs, root = lake_filesystem(lake)
     try:
@@ -366,6 +413,8 @@ def write_table(lake: str, table: str, data: pa.Table) -> str | None:
     """
     if not data.num_rows:
         return None
+    if _READ_ONLY.get():
+        raise RuntimeError(f"a read-only command tried to write to the lake table {table}")
     data = conform(table, data)
     fs, root = lake_filesystem(lake)
     stamp = now_utc()
@@ -474,9 +523,12 @@ def _needed(statements: Sequence[_Statement], sql: str | None) -> list[int]:
     return sorted(needed)
 
 
-def _lake_sql(stmt: _Statement, lake: str) -> str:
+def _lake_sql(stmt: _Statement, lake: str, absent: frozenset[str] = frozenset()) -> str:
     # A quote in a folder name must not end the SQL string literal.
-    return stmt.sql.replace("{{lake}}", lake_root(lake).replace("'", "''"))
+    sql = stmt.sql.replace("{{lake}}", lake_root(lake).replace("'", "''"))
+    for table in absent:  # no file to read (see read_only)
+        sql = sql.replace(f"lake_table('{table}')", _empty_table_sql(table))
+    return sql
 
 
 def create_views(con: duckdb.DuckDBPyConnection, lake: str, sql: str | None = None) -> None:
@@ -488,8 +540,9 @@ def create_views(con: duckdb.DuckDBPyConnection, lake: str, sql: str | None = No
     """
     register_lake(con, lake)
     statements = _sql_statements()
+    absent = absent_tables(lake)
     for i in _needed(statements, sql):
-        con.execute(_lake_sql(statements[i], lake))
+        con.execute(_lake_sql(statements[i], lake, absent))
 
 
 def connect(lake: str, sql: str | None = None) -> duckdb.DuckDBPyConnection:
@@ -512,6 +565,8 @@ def _catalog_stamp(lake: str) -> tuple[str, str]:
     digest = hashlib.sha256()
     for path in sql_files():  # names too: moving a file between layers changes the load order
         digest.update(path.relative_to(SQL_DIR).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
+    # views built while tables were absent read them as empty: rebuilt once the tables exist
+    digest.update(",".join(sorted(absent_tables(lake))).encode("utf-8"))
     return lake_root(lake), digest.hexdigest()
 
 
@@ -625,7 +680,8 @@ def reader(lake: str, sql: str | None = None) -> Iterator[duckdb.DuckDBPyConnect
     ``sql``: the text of the queries to run (or the names they read), so that only the views
     they need are created (see :func:`create_views`); None: every view.
     """
-    con = connect(lake, sql) if is_url(lake) else _reader(lake, sql).cursor()
+    # A read-only command's views may stand in for absent tables: never the process's shared ones.
+    con = connect(lake, sql) if is_url(lake) or _READ_ONLY.get() else _reader(lake, sql).cursor()
     try:
         yield con
     finally:
@@ -647,3 +703,13 @@ def write_new_items(lake: str, rows: Sequence[dict[str, Any]]) -> int:
     new = [r for r in rows if r["item_id"] not in known]
     write_rows(lake, "items", new)
     return len(new)
+
+
+def write_memberships(lake: str, dataset: str, item_ids: Sequence[str]) -> int:
+    """Record that ``dataset`` holds ``item_ids`` (the pairs not recorded yet); returns how many were new."""
+    known = {r["item_id"] for r in read(
+        lake, "SELECT item_id FROM dataset_items WHERE dataset_id = ?", [dataset])}
+    fresh = sorted(set(item_ids) - known)
+    created = now_utc()
+    write_rows(lake, "dataset_items", [{"dataset_id": dataset, "item_id": i, "created_at": created} for i in fresh])
+    return len(fresh)

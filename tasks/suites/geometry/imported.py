@@ -1,7 +1,8 @@
 """Import an external parallel set (GeoRepEval-style) as geometry families.
 
 One row per problem, with columns ``id``, ``category``, ``euclid``, ``coord``, ``vector`` and
-``answer`` (extra columns are ignored). Files: ``.json`` (a list of objects), ``.jsonl`` /
+``answer`` (extra columns are ignored; names match whatever their case and surrounding spaces,
+and a missing column is reported with the columns the file has). Files: ``.json`` (a list of objects), ``.jsonl`` /
 ``.ndjson`` (one object per line, blank lines skipped) or ``.csv`` (a header row; UTF-8, BOM
 allowed). Each row becomes one family: one :class:`~tasks.records.Item` per representation and
 prompt style, built exactly like generated items (same prompts, answer type ``math``), with
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from tasks.columns import ColumnError, match_columns
 from tasks.records import Item
 from tasks.scoring.parse.math import canonical
 from tasks.suites.base import TaskSpec, bins_from_edges, family_id, find_bin
@@ -137,8 +139,23 @@ def _json(text: str, where: str) -> Any:
         raise ImportFamiliesError(f"{where}: invalid JSON: {exc}") from exc
 
 
+def canonical_columns(rows: Sequence[Any]) -> list[Any]:
+    """The rows with their columns renamed to :data:`COLUMNS` (matched by
+    :func:`tasks.columns.match_columns`: any case, spaces trimmed); a column no row has is an
+    :class:`ImportFamiliesError` listing the columns found."""
+    header = list(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
+    try:
+        mapping, _ = match_columns(header, {c: (c,) for c in COLUMNS}, COLUMNS if header else ())
+    except ColumnError as exc:
+        raise ImportFamiliesError(str(exc)) from None
+    rename = {column: name for name, column in mapping.items()}
+    return [{rename.get(k, k): v for k, v in row.items()} if isinstance(row, dict) else row for row in rows]
+
+
 def validate_rows(rows: Sequence[Any]) -> list[Problem]:
-    """Every row checked; all problems reported together in one :class:`ImportFamiliesError`."""
+    """Every row checked; all problems reported together in one :class:`ImportFamiliesError`
+    (one problem: its line alone)."""
+    rows = canonical_columns(rows)
     errors: list[str] = []
     problems: list[Problem] = []
     first_row_of: dict[str, int] = {}
@@ -169,6 +186,8 @@ def validate_rows(rows: Sequence[Any]) -> list[Problem]:
         problems.append(Problem(values["id"], category, {r: values[r] for r in REPRESENTATIONS}, gold))
     if not rows:
         errors.append("the file holds no rows")
+    if len(errors) == 1:
+        raise ImportFamiliesError(errors[0])
     if errors:
         shown = errors[:MAX_REPORTED]
         if len(errors) > MAX_REPORTED:
