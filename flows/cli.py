@@ -366,22 +366,29 @@ def shell(config: Optional[Path] = ConfigOpt) -> None:
     The shell reads SQL from standard input when it is not a terminal: ``echo "FROM runs" | invarbench shell``.
     """
     import subprocess
+    import tempfile
 
     import duckdb
 
-    from tasks.lake.engine import shell_command
-    from tasks.lake.store import open_catalog
+    from tasks.lake.engine import s3_shell_sql, shell_command
+    from tasks.lake.store import is_url, open_catalog
 
     cfg = _load(config, suites=False)
-    try:
-        # Rebuilt first when missing, written by another DuckDB, or built for another lake or sql/.
-        open_catalog(cfg.catalog_path, cfg.lake_path).close()
-        command = shell_command(cfg.catalog_path)
-    except (ConfigError, LakeError) as exc:
-        fail(str(exc))
-    except duckdb.IOException as exc:
-        fail(f"cannot open {cfg.catalog_path}: {exc}", 1)
-    raise typer.Exit(subprocess.call(command))
+    with tempfile.TemporaryDirectory() as tmp:
+        init = None
+        try:
+            # Rebuilt first when missing, written by another DuckDB, or built for another lake or sql/.
+            open_catalog(cfg.catalog_path, cfg.lake_path).close()
+            if is_url(cfg.lake_path):  # credentials in a private file, never on a command line
+                init = Path(tmp) / "init.sql"
+                init.write_text(s3_shell_sql(cfg.warehouse.endpoint_url, cfg.warehouse.region), encoding="utf-8")
+            command = shell_command(cfg.catalog_path, init)
+        except (ConfigError, LakeError) as exc:
+            fail(str(exc))
+        except duckdb.IOException as exc:
+            fail(f"cannot open {cfg.catalog_path}: {exc}", 1)
+        code = subprocess.call(command)
+    raise typer.Exit(code)
 
 
 @app.command()

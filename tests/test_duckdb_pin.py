@@ -20,7 +20,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+import s3_server
 from conftest import REPO, write_config
+from lake_fixtures import LakeBuilder
 from tasks.lake import engine
 from tasks.lake.store import open_catalog, query
 
@@ -137,3 +139,33 @@ def test_a_catalog_written_by_duckdb_2_is_rebuilt_from_the_lake_with_the_same_ma
         con.close()
     assert sum(map(len, old["marts"].values())) > 100
     duckdb.connect(str(catalog), read_only=True).close()  # now in a format this DuckDB reads
+
+
+def test_invarbench_shell_reads_an_object_store_lake_with_the_credentials_of_the_environment(tmp_path, monkeypatch):
+    server = s3_server.start(tmp_path / "moto.log")
+    try:
+        for key, value in server.env().items():
+            if key.startswith("AWS_"):
+                monkeypatch.setenv(key, value)
+        lake = LakeBuilder(tmp_path)
+        lake.lake = server.lake("shell/lake")
+        for n, status in enumerate(("correct", "wrong", "correct")):
+            lake.trial(lake.item(f"fam{n}"), "fake/a", status, "5" if status == "correct" else "6")
+        lake.flush()
+        cfg = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "wh"),
+                                                               **server.lake_config("shell/lake")}})
+        shell = [sys.executable, "-m", "flows.cli", "shell", "--config", str(cfg)]
+        query_text = ".mode csv\nSELECT n_scored, n_correct FROM accuracy_by_bin;\n"
+        env = {**server.env(), "PYTHONPATH": str(REPO)}
+        done = subprocess.run(shell, cwd=tmp_path, env=env, input=query_text, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == "3,2"
+        without = {k: v for k, v in env.items() if k != "AWS_SECRET_ACCESS_KEY"}
+        refused = subprocess.run(shell, cwd=tmp_path, env=without, input=query_text, capture_output=True,
+                                 text=True, timeout=300)
+        assert refused.returncode == 2
+        assert "the shell reads an s3:// lake with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in \
+            " ".join(refused.stderr.split())
+    finally:
+        s3_server.stop(server)

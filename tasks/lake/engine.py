@@ -13,9 +13,11 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
+import os
 import re
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import duckdb
 
@@ -127,7 +129,7 @@ def load_sql(name: str) -> str:
     if built_for(path) != library_version():
         raise ConfigError(f"the {name} extension at {path} is built for DuckDB {built_for(path)}, "
                           f"the library is {library_version()}: {_FIX}")
-    return "LOAD '" + str(path).replace("'", "''") + "';"
+    return f"LOAD {_literal(str(path))};"
 
 
 def load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -135,8 +137,35 @@ def load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
     con.execute(load_sql(name))
 
 
-def shell_command(catalog: Path) -> list[str]:
-    """The command that opens ``catalog`` read-only in this installation's DuckDB shell.
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def s3_shell_sql(endpoint_url: str, region: str) -> str:
+    """Start-up SQL that lets a shell read an ``s3://`` lake: httpfs loaded by path, and a
+    temporary secret with the credentials of the ``AWS_*`` environment variables.
+
+    The lake's own reads go through pyarrow's filesystem, which a shell cannot use.
+    """
+    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
+    if not (key and secret):
+        raise ConfigError("the shell reads an s3:// lake with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                          "set (or use invarbench sql, which uses every source of credentials)")
+    options = {"TYPE": "s3", "KEY_ID": _literal(key), "SECRET": _literal(secret)}
+    if token := os.environ.get("AWS_SESSION_TOKEN"):
+        options["SESSION_TOKEN"] = _literal(token)
+    if region := region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION", ""):
+        options["REGION"] = _literal(region)
+    if endpoint_url:
+        url = urlsplit(endpoint_url)
+        options.update(ENDPOINT=_literal(url.netloc), URL_STYLE="'path'", USE_SSL=str(url.scheme == "https").lower())
+    body = ", ".join(f"{k} {v}" for k, v in options.items())
+    return f"{load_sql('httpfs')}\nCREATE TEMPORARY SECRET invarbench_lake ({body});\n"
+
+
+def shell_command(catalog: Path, init: Path | None = None) -> list[str]:
+    """The command that opens ``catalog`` read-only in this installation's DuckDB shell, running
+    the SQL file ``init`` first when given.
 
     Raises ConfigError when the shell is missing or its binary reports another version than the
     library that wrote the catalog (the start-up check reads only the wheel's version).
@@ -146,4 +175,4 @@ def shell_command(catalog: Path) -> list[str]:
         raise ConfigError(f"the DuckDB shell (duckdb-cli) is not installed: {_FIX}")
     if (got := shell_version(binary)) != library_version():
         raise ConfigError(f"the DuckDB shell {binary} is {got}, the library is {library_version()}: {_FIX}")
-    return [str(binary), "-readonly", str(catalog)]
+    return [str(binary), "-readonly", *(["-init", str(init)] if init else []), str(catalog)]
