@@ -257,14 +257,14 @@ def generate(
 ) -> None:
     """Write items to Parquet or JSONL without calling any model."""
     from tasks.items.generate import generate_task, item_row
-    from tasks.suites import suite_tasks
 
     if out.suffix not in (".parquet", ".jsonl"):
         fail(f"--out {out}: the file must end in .parquet or .jsonl")
     cfg = _load(config, suites={suite})  # the other configured suites' generators are not needed
     try:
-        names = [task] if task else (cfg.suites[suite].tasks if suite in cfg.suites and cfg.suites[suite].tasks
-                                     else list(suite_tasks(suite)))
+        names = [task] if task else cfg.tasks_of(suite)
+        if not names:
+            fail(f"--suite {suite}: the configuration runs none of its tasks (tasks = []); name one with --task")
         rows = []
         for name in names:
             params = cfg.task_params(suite, name) if suite in cfg.suites else {}

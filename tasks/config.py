@@ -226,20 +226,22 @@ class Config(_Strict):
         base = dict(spec.smoke) if cfg.preset == "smoke" else {}
         return spec.resolve({**base, **cfg.params.get(task, {})})
 
+    def tasks_of(self, suite: str) -> list[str]:
+        """The tasks of ``suite`` this configuration runs: the listed ones (``tasks = []``: none),
+        every task of the suite when the list is omitted or the suite is not configured."""
+        listed = self.suites[suite].tasks if suite in self.suites else None
+        return list(listed) if listed is not None else list(suite_tasks(suite))
+
     def selected_tasks(self) -> list[tuple[str, str]]:
         """(suite, task) pairs the sweep generates, in a stable order."""
-        out = []
-        for suite, cfg in self.suites.items():
-            for task in cfg.tasks if cfg.tasks is not None else list(suite_tasks(suite)):
-                out.append((suite, task))
-        return out
+        return [(suite, task) for suite in self.suites for task in self.tasks_of(suite)]
 
     def select(self, suites: Sequence[str] = (), tasks: Sequence[str] = (), datasets: Sequence[str] = ()) -> "Config":
         """This configuration restricted to what the ``sweep`` filters name; no filter, unchanged.
 
-        With any filter, only what is named runs: a ``--suite`` runs the tasks its configuration
-        lists (every task when it lists none, or when the suite is not configured: then with the
-        task defaults); a ``--task`` (``suite.task``, or a bare task name that one suite alone
+        With any filter, only what is named runs: a ``--suite`` runs the tasks the configuration
+        runs of it (:meth:`tasks_of`; a suite the configuration does not list runs every task, with
+        the task defaults, and one whose list is empty is an error); a ``--task`` (``suite.task``, or a bare task name that one suite alone
         has) runs that task, and when it names a task of a ``--suite`` too, that suite runs only
         its named tasks; a ``--dataset`` runs that stored dataset. Configured suites and
         ``sweep.datasets`` that no filter names do not run. Raises ConfigError for an unknown or
@@ -247,20 +249,22 @@ class Config(_Strict):
         """
         if not (suites or tasks or datasets):
             return self
-        chosen: dict[str, list[str] | None] = {}
-        for suite in suites:
-            try:
-                suite_tasks(suite)
-            except GeneratorError as exc:
-                raise ConfigError(f"--suite: {exc}") from None
-            configured = self.suites[suite].tasks if suite in self.suites else None
-            chosen[suite] = list(configured) if configured else None
         named: dict[str, list[str]] = {}
         for name in tasks:
             suite, task = _resolve_task(name)
             named.setdefault(suite, [])
             if task not in named[suite]:
                 named[suite].append(task)
+        chosen: dict[str, list[str] | None] = {}
+        for suite in suites:
+            try:
+                suite_tasks(suite)
+            except GeneratorError as exc:
+                raise ConfigError(f"--suite: {exc}") from None
+            if not self.tasks_of(suite) and suite not in named:
+                raise ConfigError(f"--suite {suite}: the configuration runs none of its tasks (tasks = []); "
+                                  f"name one with --task")
+            chosen[suite] = self.tasks_of(suite)
         chosen.update(named)
         data = self.model_dump(mode="json")
         data["suites"] = {

@@ -13,7 +13,8 @@ from tasks.config import ConfigError, ModelConfig, load_config
 from tasks.lake.store import connect, read
 from tasks.models.cost import Budget, _Cap, response_cost
 from tasks.models.pricing import price
-from tasks.report.html import cost_section, load
+from tasks.report.data import load
+from tasks.report.html import cost_section
 
 # The fake provider reports 10 prompt and 5 completion tokens for every answer.
 P_TOK, C_TOK = 10, 5

@@ -20,7 +20,8 @@ from flows.cli import app
 from lake_fixtures import LakeBuilder, status_of
 from tasks.config import load_config
 from tasks.lake.store import connect
-from tasks.report.html import SNAPSHOT, build_report, load, snapshot_intermediates
+from tasks.report.data import SNAPSHOT, load, snapshot_intermediates
+from tasks.report.html import build_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 

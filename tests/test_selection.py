@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from typer.testing import CliRunner
 
 from conftest import lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
+from flows.cli import app
 from tasks.config import Config, ConfigError, load_config
 from tasks.lake.store import read
 from tasks.suites import SUITES, suite_tasks
@@ -39,9 +41,12 @@ def test_select_restricts_to_what_the_filters_name(tmp_path):
     assert cfg.select() is cfg
     only_ds = cfg.select(datasets=["ds1"])
     assert only_ds.selected_tasks() == [] and only_ds.sweep.datasets == ["ds1"]
-    # a named suite runs its configured tasks, every task when it lists none
-    suites = cfg.select(suites=["symmetry", "geometry"])
-    assert suites.selected_tasks() == [("symmetry", "closure")] + [("geometry", t) for t in suite_tasks("geometry")]
+    # a named suite runs its configured tasks, every task when it is not configured; `tasks = []`
+    # means none here as in the sweep, so naming such a suite asks for a task
+    suites = cfg.select(suites=["symmetry", "lissard"])
+    assert suites.selected_tasks() == [("symmetry", "closure")] + [("lissard", t) for t in suite_tasks("lissard")]
+    with pytest.raises(ConfigError, match=r"--suite geometry: the configuration runs none of its tasks \(tasks = \[\]\)"):
+        cfg.select(suites=["geometry"])
     assert suites.sweep.datasets == []
     assert suites.task_params("symmetry", "closure")["n_max"] == 10  # configuration kept
     # a task narrows its suite; a bare name is resolved; an unconfigured suite runs its defaults
@@ -49,6 +54,18 @@ def test_select_restricts_to_what_the_filters_name(tmp_path):
     assert tasks.selected_tasks() == [("geometry", "area"), ("lissard", "dyck"), ("symmetry", "identity")]
     assert tasks.suites["lissard"].preset == "full" and tasks.suites["symmetry"].preset == "smoke"
     assert isinstance(tasks, Config) and tasks.resolved()["suites"]["geometry"]["tasks"] == ["area"]
+
+
+def test_generate_reads_an_empty_task_list_as_the_sweep_does(tmp_path):
+    """`tasks = []` runs none in `generate` too: without --task it is refused, with one it runs."""
+    cfg = write_config(tmp_path / "c.toml", {"suites.lissard": {"preset": "smoke", "tasks": []}})
+    out = tmp_path / "items.jsonl"
+    refused = CliRunner().invoke(app, ["generate", "--suite", "lissard", "--out", str(out), "--config", str(cfg)])
+    assert refused.exit_code == 2 and "runs none of its tasks" in refused.output and not out.exists()
+    one = CliRunner().invoke(app, ["generate", "--suite", "lissard", "--task", "dyck", "--out", str(out),
+                                   "--config", str(cfg)])
+    assert one.exit_code == 0, one.output
+    assert {line.count('"task": "dyck"') for line in out.read_text().splitlines()} == {1}
 
 
 def test_select_names_bad_filters(tmp_path, monkeypatch):

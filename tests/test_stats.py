@@ -1,4 +1,4 @@
-"""tasks/analysis/stats.py: the bootstrap and the regressions, on hand-built lakes,
+"""tasks/analysis/ (stats.py, bootstrap.py, regression.py): the bootstrap and the regressions, on hand-built lakes,
 checked against statsmodels fitted directly and against hand counts."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import statsmodels.formula.api as smf
 
 from lake_fixtures import LakeBuilder, status_of
-from tasks.analysis import stats
+from tasks.analysis import bootstrap, stats
 from tasks.lake.compact import compact_lake
 
 GEO = ["euclid", "coord", "vector"]
@@ -128,9 +128,9 @@ def test_gap_interval_resamples_both_accuracies_together():
     rng = np.random.default_rng(0)
     both = (rng.random(50) < 0.5).astype(float)
     ones = np.ones(50)
-    assert stats.family_bootstrap(stats.gap, [both, ones, both, ones], 500, np.random.default_rng(1), 0.95) == (
+    assert bootstrap.family_bootstrap(bootstrap.gap, [both, ones, both, ones], 500, np.random.default_rng(1), 0.95) == (
         0.0, 0.0, 500)
-    lo, hi, _ = stats.family_bootstrap(stats.ratio, [both, ones], 500, np.random.default_rng(1), 0.95)
+    lo, hi, _ = bootstrap.family_bootstrap(bootstrap.ratio, [both, ones], 500, np.random.default_rng(1), 0.95)
     assert hi - lo > 0.15
 
 
@@ -140,7 +140,7 @@ def test_bootstrap_resamples_families_not_trials():
     family_outcome = (np.arange(20) < 10).astype(float)
 
     def width(num: np.ndarray, den: np.ndarray) -> float:
-        lo, hi, _ = stats.family_bootstrap(stats.ratio, [num, den], 2000, np.random.default_rng(0), 0.95)
+        lo, hi, _ = bootstrap.family_bootstrap(bootstrap.ratio, [num, den], 2000, np.random.default_rng(0), 0.95)
         return hi - lo
 
     clustered = width(family_outcome * 10, np.full(20, 10.0))
