@@ -39,6 +39,7 @@ from typer._click.exceptions import UsageError
 
 from tasks.config import ConfigError, LakeError, load_config
 from tasks.environment import apply_defaults
+from tasks.lake.engine import check_versions
 from tasks.runs import progress, stopping
 from tasks.suites.base import GeneratorError
 
@@ -303,6 +304,7 @@ def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[
 def _load(config: Optional[Path], overrides: dict[str, Any] | None = None, suites: bool | set[str] = True):
     # suites=False for the commands that only read the warehouse (see load_config)
     try:
+        check_versions()
         return load_config(config, overrides, suites=suites)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
@@ -507,7 +509,7 @@ def sql(
     if not query_text:
         console.print(
             f"The warehouse catalog is {catalog} (views only, over Parquet in {cfg.warehouse.lake or cfg.lake_path}).\n"
-            f"Open it with the DuckDB shell:   duckdb -readonly {catalog}\n"
+            f"Open it with the DuckDB shell:   invarbench shell   (or: .venv/bin/duckdb -readonly {catalog})\n"
             f"or from Python:                  duckdb.connect('{catalog}', read_only=True)\n"
             "Views: items, runs, requests, responses, ledger, parses, scores, trial_scores, accuracy_by_bin, ...\n"
             "List them with: invarbench sql \"SELECT view_name FROM duckdb_views() WHERE NOT internal\"",
@@ -530,6 +532,38 @@ def sql(
     finally:
         con.close()
     emit_rows(rows, fmt)
+
+
+@app.command()
+def shell(config: Optional[Path] = ConfigOpt) -> None:
+    """Open the warehouse read-only, with every view, in the DuckDB shell installed with invarbench.
+
+    The shell reads SQL from standard input when it is not a terminal: ``echo "FROM runs" | invarbench shell``.
+    """
+    import subprocess
+    import tempfile
+
+    import duckdb
+
+    from tasks.lake.engine import s3_shell_sql, shell_command
+    from tasks.lake.store import is_url, open_catalog
+
+    cfg = _load(config, suites=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        init = None
+        try:
+            # Rebuilt first when missing, written by another DuckDB, or built for another lake or sql/.
+            open_catalog(cfg.catalog_path, cfg.lake_path).close()
+            if is_url(cfg.lake_path):  # credentials in a private file, never on a command line
+                init = Path(tmp) / "init.sql"
+                init.write_text(s3_shell_sql(cfg.warehouse.endpoint_url, cfg.warehouse.region), encoding="utf-8")
+            command = shell_command(cfg.catalog_path, init)
+        except (ConfigError, LakeError) as exc:
+            fail(str(exc))
+        except duckdb.IOException as exc:
+            fail(f"cannot open {cfg.catalog_path}: {exc}", 1)
+        code = subprocess.call(command)
+    raise typer.Exit(code)
 
 
 @app.command()

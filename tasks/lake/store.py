@@ -570,11 +570,22 @@ def _catalog_stamp(lake: str) -> tuple[str, str]:
     return lake_root(lake), digest.hexdigest()
 
 
+# How DuckDB refuses a database file written in another storage format (a catalog written by
+# DuckDB 2.0, by releases before the version pin, cannot be opened by 1.5).
+_OTHER_STORAGE = re.compile(r"created with an? (?:newer|older) version|version number \d")
+
+
 def _open_writable(catalog: Path, attempts: int) -> duckdb.DuckDBPyConnection:
     for attempt in range(attempts):
         try:
             return duckdb.connect(str(catalog))
-        except duckdb.IOException:
+        except duckdb.IOException as exc:
+            if _OTHER_STORAGE.search(str(exc)):
+                # Views only: the Parquet lake is the truth, so a catalog this DuckDB cannot read is
+                # replaced, not a reason to fail.
+                for path in (catalog, catalog.with_name(catalog.name + ".wal")):
+                    path.unlink(missing_ok=True)
+                return duckdb.connect(str(catalog))
             if attempt == attempts - 1:
                 raise
             time.sleep(0.25)

@@ -1,0 +1,178 @@
+"""One DuckDB version for the library, the shell and the extensions.
+
+DuckDB loads an extension only into the exact version it was built for, and a shell refuses a
+database file written in a newer storage format than its own. So the project pins ``duckdb``,
+``duckdb-cli`` (the shell, ``.venv/bin/duckdb``) and the ``duckdb-extension-*`` wheels to one
+version (``constraints.txt``), loads extensions by path from their wheels (never ``INSTALL``:
+nothing is downloaded at run time), and :func:`check_versions` says at start-up which part
+disagrees with the library.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import os
+import re
+import subprocess
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import duckdb
+
+from tasks.config import ConfigError
+
+# The extensions the product uses, by their file names (each wheel is duckdb-extension-<name with dashes>).
+EXTENSIONS = ("ducklake", "sqlite_scanner", "httpfs", "postgres_scanner")
+
+# An extension file ends with 8 metadata fields of 32 bytes, then a 256-byte signature; the
+# DuckDB version the file was built for is the sixth field (the fields are stored last first).
+_FOOTER = 512
+_FIELD = 32
+_VERSION_FIELD = 5
+
+_FIX = "run `make install` (it installs duckdb, duckdb-cli and the extension wheels of one version)"
+
+
+def library_version() -> str:
+    """The DuckDB version of the Python library, without a leading ``v`` (``1.5.5``)."""
+    return duckdb.__version__
+
+
+def _package_dir(module: str) -> Path | None:
+    # find_spec, not import: an extension wheel's package is data only, and the check must be cheap
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def extension_file(name: str) -> Path | None:
+    """The file of extension ``name`` in its wheel (``duckdb_extension_<name>/extensions/v<x>/``),
+    preferring the library's version folder; None when the wheel is not installed."""
+    root = _package_dir(f"duckdb_extension_{name}")
+    if root is None:
+        return None
+    preferred = root / "extensions" / f"v{library_version()}" / f"{name}.duckdb_extension"
+    if preferred.is_file():
+        return preferred
+    return next(iter(sorted((root / "extensions").glob(f"v*/{name}.duckdb_extension"))), None)
+
+
+def built_for(path: Path) -> str:
+    """The DuckDB version an extension file was built for, read from its metadata footer."""
+    with open(path, "rb") as f:
+        f.seek(-_FOOTER, 2)
+        field = f.read(_FOOTER)[_VERSION_FIELD * _FIELD:(_VERSION_FIELD + 1) * _FIELD]
+    return field.rstrip(b"\0").decode("ascii", "replace").lstrip("v")
+
+
+def shell_binary() -> Path | None:
+    """The DuckDB shell that the ``duckdb-cli`` wheel ships (``.venv/bin/duckdb`` runs it); None without it."""
+    root = _package_dir("duckdb_cli")
+    binary = root / "duckdb" if root else None
+    return binary if binary and binary.is_file() else None
+
+
+def shell_version(binary: Path) -> str:
+    """The version ``binary --version`` reports (``1.5.5``)."""
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60).stdout
+    found = re.search(r"v?(\d+\.\d+\.\d+)", out)
+    return found.group(1) if found else out.strip()
+
+
+def _installed_shell_version() -> str | None:
+    # the wheel's version is the binary's; reading it costs no process (this runs at every start-up)
+    try:
+        return importlib.metadata.version("duckdb-cli")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def version_problems() -> list[str]:
+    """Each way the shell or an extension disagrees with the library's DuckDB version (none: all agree)."""
+    want = library_version()
+    problems = []
+    shell = _installed_shell_version()
+    if shell is None or shell_binary() is None:
+        problems.append("the DuckDB shell (duckdb-cli) is not installed")
+    elif shell != want:
+        problems.append(f"the DuckDB shell (duckdb-cli) is {shell}")
+    for name in EXTENSIONS:
+        path = extension_file(name)
+        if path is None:
+            problems.append(f"the {name} extension (duckdb-extension-{name.replace('_', '-')}) is not installed")
+        elif (got := built_for(path)) != want:
+            problems.append(f"the {name} extension at {path} is built for DuckDB {got}")
+    return problems
+
+
+@functools.cache
+def check_versions() -> None:
+    """Raise :class:`ConfigError` naming every part whose DuckDB version is not the library's.
+
+    Cached: the installed packages do not change while a process runs.
+    """
+    problems = version_problems()
+    if problems:
+        raise ConfigError(f"DuckDB versions disagree: the library is {library_version()}, but "
+                          f"{'; '.join(problems)}: {_FIX}")
+
+
+def load_sql(name: str) -> str:
+    """The ``LOAD`` statement of extension ``name`` by path from its wheel (raises ConfigError when
+    the wheel is missing or built for another DuckDB)."""
+    path = extension_file(name)
+    if path is None:
+        raise ConfigError(f"the {name} extension is not installed: {_FIX}")
+    if built_for(path) != library_version():
+        raise ConfigError(f"the {name} extension at {path} is built for DuckDB {built_for(path)}, "
+                          f"the library is {library_version()}: {_FIX}")
+    return f"LOAD {_literal(str(path))};"
+
+
+def load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Load extension ``name`` into ``con`` by path from its wheel (see :func:`load_sql`)."""
+    con.execute(load_sql(name))
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def s3_shell_sql(endpoint_url: str, region: str) -> str:
+    """Start-up SQL that lets a shell read an ``s3://`` lake: httpfs loaded by path, and a
+    temporary secret with the credentials of the ``AWS_*`` environment variables.
+
+    The lake's own reads go through pyarrow's filesystem, which a shell cannot use.
+    """
+    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
+    if not (key and secret):
+        raise ConfigError("the shell reads an s3:// lake with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                          "set (or use invarbench sql, which uses every source of credentials)")
+    options = {"TYPE": "s3", "KEY_ID": _literal(key), "SECRET": _literal(secret)}
+    if token := os.environ.get("AWS_SESSION_TOKEN"):
+        options["SESSION_TOKEN"] = _literal(token)
+    if region := region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION", ""):
+        options["REGION"] = _literal(region)
+    if endpoint_url:
+        url = urlsplit(endpoint_url)
+        options.update(ENDPOINT=_literal(url.netloc), URL_STYLE="'path'", USE_SSL=str(url.scheme == "https").lower())
+    body = ", ".join(f"{k} {v}" for k, v in options.items())
+    return f"{load_sql('httpfs')}\nCREATE TEMPORARY SECRET invarbench_lake ({body});\n"
+
+
+def shell_command(catalog: Path, init: Path | None = None) -> list[str]:
+    """The command that opens ``catalog`` read-only in this installation's DuckDB shell, running
+    the SQL file ``init`` first when given.
+
+    Raises ConfigError when the shell is missing or its binary reports another version than the
+    library that wrote the catalog (the start-up check reads only the wheel's version).
+    """
+    binary = shell_binary()
+    if binary is None:
+        raise ConfigError(f"the DuckDB shell (duckdb-cli) is not installed: {_FIX}")
+    if (got := shell_version(binary)) != library_version():
+        raise ConfigError(f"the DuckDB shell {binary} is {got}, the library is {library_version()}: {_FIX}")
+    return [str(binary), "-readonly", *(["-init", str(init)] if init else []), str(catalog)]

@@ -1,0 +1,171 @@
+"""One DuckDB version for the library, the shell and the extensions (issue #31, stage 1).
+
+The warehouse opens in the installed shell exactly as the README says, `invarbench shell` opens it
+for the user, a catalog written by DuckDB 2.0 (the release before the pin) is rebuilt from the
+Parquet lake with the same marts, and a part of another version is named at start-up.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import s3_server
+from conftest import REPO, write_config
+from lake_fixtures import LakeBuilder
+from tasks.lake import engine
+from tasks.lake.store import open_catalog, query
+
+FIXTURE = Path(__file__).parent / "fixtures" / "old_warehouse"
+SHELL = Path(sys.executable).parent / "duckdb"  # what `make install` puts in .venv/bin
+README_COMMAND = ".venv/bin/duckdb -readonly warehouse/invarbench.duckdb"
+
+
+@pytest.fixture
+def old_warehouse(tmp_path) -> Path:
+    """A copy of the old release's warehouse in a folder whose name has a space, with its config."""
+    home = tmp_path / "old release"
+    shutil.copytree(FIXTURE / "warehouse", home / "warehouse")
+    write_config(home / "invarbench.toml", {"warehouse": {"path": str(home / "warehouse")}})
+    return home
+
+
+def _normalised(rows: list[dict]) -> list[str]:
+    # JSON as the fixture stores it; doubles to 9 significant digits (a different summation order
+    # changes the last bits); sorted, since a view's row order is not part of its definition
+    def norm(value):
+        return float(f"{value:.9g}") if isinstance(value, float) else value
+    plain = json.loads(json.dumps(rows, default=str))
+    return sorted(json.dumps({k: norm(v) for k, v in row.items()}, sort_keys=True) for row in plain)
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r["view_name"] for r in query(con, "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1")]
+
+
+def test_library_shell_and_extensions_are_one_version():
+    assert engine.version_problems() == []
+    engine.check_versions()
+    binary = engine.shell_binary()
+    assert engine.shell_version(binary) == duckdb.__version__
+    assert engine.shell_command(Path("c.duckdb")) == [str(binary), "-readonly", "c.duckdb"]
+    # Loaded by path, with autoinstall and autoload off: nothing can come from the network.
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    for name in engine.EXTENSIONS:
+        engine.load_extension(con, name)
+    loaded = {r[0] for r in con.execute("SELECT extension_name FROM duckdb_extensions() WHERE loaded").fetchall()}
+    assert set(engine.EXTENSIONS) <= loaded
+    con.execute("ATTACH 'ducklake:sqlite::memory:' AS probe (DATA_PATH '/nonexistent/')")
+
+
+def test_an_extension_built_for_another_duckdb_stops_every_command_at_start_up(tmp_path):
+    # A wheel of another version ahead on the path, as a stale environment would have it.
+    real = engine.extension_file("httpfs").read_bytes()
+    footer = bytearray(real[-512:])
+    field = engine._VERSION_FIELD * engine._FIELD
+    footer[field:field + engine._FIELD] = b"v1.4.9".ljust(engine._FIELD, b"\0")
+    stale = tmp_path / "site" / "duckdb_extension_httpfs"
+    (stale / "extensions" / "v1.4.9").mkdir(parents=True)
+    (stale / "__init__.py").write_text("")
+    (stale / "extensions" / "v1.4.9" / "httpfs.duckdb_extension").write_bytes(real[:-512] + bytes(footer))
+    warehouse = tmp_path / "wh"
+    cfg = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(warehouse)}})
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{REPO}"}
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "runs", "--config", str(cfg)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    message = " ".join(done.stderr.split())
+    assert f"DuckDB versions disagree: the library is {duckdb.__version__}" in message
+    assert "httpfs extension" in message and "built for DuckDB 1.4.9" in message and "make install" in message
+    assert "ducklake" not in message  # the parts that agree are not named
+    assert not warehouse.exists()
+
+
+def test_the_readme_command_opens_the_warehouse_in_the_installed_shell_with_every_view(old_warehouse):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert README_COMMAND in readme
+    con = open_catalog(old_warehouse / "warehouse" / "invarbench.duckdb", str(old_warehouse / "warehouse" / "lake"))
+    try:
+        views = _views(con)
+        expected = {v: query(con, f"SELECT count(*) AS n FROM {v}")[0]["n"] for v in views}
+    finally:
+        con.close()
+    assert len(views) > 40 and {"accuracy_by_bin", "paired_tests", "runs"} <= set(views)
+    script = ".mode csv\n.headers off\n" + "".join(f"SELECT '{v}', count(*) FROM {v};\n" for v in views)
+    argv = README_COMMAND.split()
+    done = subprocess.run([str(SHELL), *argv[1:]], cwd=old_warehouse, input=script, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    counts = {name: int(n) for name, n in csv.reader(io.StringIO(done.stdout))}
+    assert counts == expected
+    assert sum(counts.values()) > 100
+
+
+def test_invarbench_shell_reads_a_piped_query(old_warehouse):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "shell", "--config", str(old_warehouse / "invarbench.toml")],
+                          cwd=old_warehouse, env=env, capture_output=True, text=True, timeout=300,
+                          input=".mode csv\nSELECT model, sum(n_correct) AS correct FROM accuracy_by_bin GROUP BY 1 ORDER BY 1;\n"
+                                "CREATE TABLE t AS SELECT 1;\n")
+    assert done.returncode != 0  # read-only: the write is refused, the query before it answered
+    assert re.search(r"read-only", done.stderr), done.stderr
+    marts = json.loads((FIXTURE / "marts.json").read_text())["marts"]["accuracy_by_bin"]
+    for model in ("fake/a", "fake/b"):
+        assert f"{model},{sum(r['n_correct'] for r in marts if r['model'] == model)}" in done.stdout.splitlines()
+
+
+def test_a_catalog_written_by_duckdb_2_is_rebuilt_from_the_lake_with_the_same_marts(old_warehouse):
+    catalog = old_warehouse / "warehouse" / "invarbench.duckdb"
+    with pytest.raises(duckdb.IOException, match="newer version"):
+        duckdb.connect(str(catalog), read_only=True)
+    old = json.loads((FIXTURE / "marts.json").read_text())
+    assert old["duckdb"].startswith("2.")
+    con = open_catalog(catalog, str(old_warehouse / "warehouse" / "lake"))
+    try:
+        assert set(old["marts"]) <= set(_views(con))
+        for name, rows in old["marts"].items():
+            assert _normalised(query(con, f"SELECT * FROM {name}")) == _normalised(rows), name
+    finally:
+        con.close()
+    assert sum(map(len, old["marts"].values())) > 100
+    duckdb.connect(str(catalog), read_only=True).close()  # now in a format this DuckDB reads
+
+
+def test_invarbench_shell_reads_an_object_store_lake_with_the_credentials_of_the_environment(tmp_path, monkeypatch):
+    server = s3_server.start(tmp_path / "moto.log")
+    try:
+        for key, value in server.env().items():
+            if key.startswith("AWS_"):
+                monkeypatch.setenv(key, value)
+        lake = LakeBuilder(tmp_path)
+        lake.lake = server.lake("shell/lake")
+        for n, status in enumerate(("correct", "wrong", "correct")):
+            lake.trial(lake.item(f"fam{n}"), "fake/a", status, "5" if status == "correct" else "6")
+        lake.flush()
+        cfg = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "wh"),
+                                                               **server.lake_config("shell/lake")}})
+        shell = [sys.executable, "-m", "flows.cli", "shell", "--config", str(cfg)]
+        query_text = ".mode csv\nSELECT n_scored, n_correct FROM accuracy_by_bin;\n"
+        env = {**server.env(), "PYTHONPATH": str(REPO)}
+        done = subprocess.run(shell, cwd=tmp_path, env=env, input=query_text, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == "3,2"
+        without = {k: v for k, v in env.items() if k != "AWS_SECRET_ACCESS_KEY"}
+        refused = subprocess.run(shell, cwd=tmp_path, env=without, input=query_text, capture_output=True,
+                                 text=True, timeout=300)
+        assert refused.returncode == 2
+        assert "the shell reads an s3:// lake with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in \
+            " ".join(refused.stderr.split())
+    finally:
+        s3_server.stop(server)
