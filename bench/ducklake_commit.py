@@ -1,0 +1,58 @@
+"""Commit time of a 1,000-response chunk: DuckLake (SQLite catalog, local data) beside today's
+Parquet lake (write_rows), in one run. Prints a Markdown table for bench/results.md.
+
+python bench/ducklake_commit.py [--commits N]
+"""
+
+import argparse
+import datetime as dt
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tasks.lake.ducklake import Lake, commit  # noqa: E402
+from tasks.lake.store import SCHEMAS, write_rows  # noqa: E402
+
+
+def chunk(k: int, n: int = 1000) -> pa.Table:
+    """``n`` responses shaped like a sweep's: ids, model, ~200 characters of text, tokens, cost."""
+    now = dt.datetime.now(dt.timezone.utc)
+    rows = [{"response_id": f"r{k}-{i:04d}-{'x' * 48}", "request_id": f"q{k}-{i:04d}-{'y' * 48}",
+             "run_id": "bench", "model": "fake/model", "status": "ok", "text": f"The answer is {i}. " * 12,
+             "error": None, "attempts": 1, "latency_s": 0.05, "prompt_tokens": 40, "completion_tokens": 30,
+             "created_at": now, "cost_usd": 0.0001} for i in range(n)]
+    return pa.Table.from_pylist(rows, schema=SCHEMAS["responses"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--commits", type=int, default=21)
+    args = parser.parse_args()
+    chunks = [chunk(k) for k in range(args.commits)]
+    with tempfile.TemporaryDirectory() as tmp:
+        con = Lake.local(Path(tmp) / "ducklake").connect()
+        ducklake = []
+        for c in chunks:
+            t = time.perf_counter()
+            commit(con, "responses", c)
+            ducklake.append(time.perf_counter() - t)
+        parquet = []
+        for rows in [c.to_pylist() for c in chunks]:  # write_rows takes dicts: converted beforehand
+            t = time.perf_counter()
+            write_rows(str(Path(tmp) / "parquet"), "responses", rows)
+            parquet.append(time.perf_counter() - t)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}; {args.commits} commits each\n")
+    print("| lake | median ms | max ms | target |\n|---|---|---|---|")
+    for name, times in (("DuckLake, SQLite catalog, local data", ducklake), ("Parquet lake today (write_rows)", parquet)):
+        print(f"| {name} | {statistics.median(times) * 1000:.0f} | {max(times) * 1000:.0f} | ≤ 50 ms median |")
+
+
+if __name__ == "__main__":
+    main()
