@@ -41,7 +41,7 @@ CASES = [
     ("resp-null-prompt", "import-responses {d}/null.jsonl --model m -c {cfg}", "column 'prompt': missing value"),
     ("resp-bad-parquet", "import-responses {d}/broken.parquet --model m -c {cfg}", "not a readable Parquet file"),
     ("resp-blank-model", "import-responses {d}/responses.csv --model ' ' -c {cfg}", "--model: a model name is needed"),
-    ("resp-no-model", "import-responses {d}/responses.csv -c {cfg}", "Missing option '--model'"),
+    ("resp-no-model", "import-responses {d}/responses.csv -c {cfg}", "--model: a model name is needed"),
     # import-families: files and flags
     ("fam-missing-file", "import-families {d}/nosuch.csv -c {cfg}", "no such file"),
     ("fam-missing-columns", "import-families {d}/fam_short.csv -c {cfg}",

@@ -26,7 +26,7 @@ from conftest import REPO, TEST_CLAIM_SETTLE_S, run_cli, write_config
 from fakes import FakeServer
 from flows.cli import app
 from flows.sweep import sweep
-from tasks.lake.store import read, write_rows
+from tasks.lake.store import ensure_lake, read, write_rows
 from tasks.models import embedded
 from tasks.runs import lifecycle
 
@@ -236,6 +236,7 @@ def test_stale_running_run_is_crashed(tmp_path):
                 "started_at": old - dt.timedelta(hours=1), "updated_at": updated, "config": "{}",
                 "models": "[]", "n_items": 5}
 
+    ensure_lake(lake)  # as every run does before its first write: `runs` reads the lake read-only
     write_rows(lake, "runs", [row("vanished", "sweep", old, stale_flow_run), row("alive", "sweep", now),
                               row("rescoring", "rescore", old)])
     with FakeServer() as server:

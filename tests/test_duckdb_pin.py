@@ -134,7 +134,13 @@ def test_a_catalog_written_by_duckdb_2_is_rebuilt_from_the_lake_with_the_same_ma
     try:
         assert set(old["marts"]) <= set(_views(con))
         for name, rows in old["marts"].items():
-            assert _normalised(query(con, f"SELECT * FROM {name}")) == _normalised(rows), name
+            now = query(con, f"SELECT * FROM {name}")
+            columns = set(rows[0]) if rows else set()
+            # Columns a later release added (counts of a status the old release did not have,
+            # n_truncated) are zero on a lake written before them; every other column is as it was.
+            added = {c for row in now for c in row} - columns
+            assert {row[c] for row in now for c in added} <= {0, None}, (name, added)
+            assert _normalised([{c: row[c] for c in columns} for row in now]) == _normalised(rows), name
     finally:
         con.close()
     assert sum(map(len, old["marts"].values())) > 100

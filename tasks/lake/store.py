@@ -24,7 +24,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -542,7 +542,7 @@ def create_views(con: duckdb.DuckDBPyConnection, lake: str, sql: str | None = No
     statements = _sql_statements()
     absent = absent_tables(lake)
     for i in _needed(statements, sql):
-        con.execute(_lake_sql(statements[i], lake, absent))
+        _retry_vanished(lambda: con.execute(_lake_sql(statements[i], lake, absent)))
 
 
 def connect(lake: str, sql: str | None = None) -> duckdb.DuckDBPyConnection:
@@ -636,6 +636,7 @@ def open_catalog(catalog: Path, lake: str) -> duckdb.DuckDBPyConnection:
 
 # How DuckDB reports a file that its listing held but that is gone when it opens it (locally, or
 # through the lake's filesystem): a compaction merged and deleted it in between.
+T = TypeVar("T")
 _VANISHED = re.compile(r"No such file|No files found|Path does not exist|NoSuchKey|NO_SUCH_KEY")
 
 
@@ -645,11 +646,20 @@ def query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None
     A query that finds a listed lake file gone (a compaction replaced it by a merged file while the
     query ran) runs again, on a new listing that holds the merged file instead.
     """
+    def run() -> list[dict[str, Any]]:
+        cur = con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    return _retry_vanished(run)
+
+
+def _retry_vanished(run: Callable[[], T]) -> T:
+    """``run()``, run again (up to three times in all) when it found a listed lake file gone: a
+    compaction replaced it by a merged file after the listing, and the next listing holds that."""
     for attempt in range(3):
         try:
-            cur = con.execute(sql, params or [])
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            return run()
         except duckdb.Error as exc:  # an IOException locally, a plain Error from the lake's filesystem
             if attempt == 2 or not _VANISHED.search(str(exc)):
                 raise
