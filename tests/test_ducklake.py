@@ -8,12 +8,11 @@ import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from conftest import REPO
 from tasks.lake.ducklake import Lake, commit, compact, create_views, import_parquet_lake, snapshot
 from tasks.lake.store import SCHEMAS, query
-from test_duckdb_pin import FIXTURE, _normalised
+from test_duckdb_pin import FIXTURE, assert_same_marts
 
 WRITER = """
 import sys, datetime as dt, pyarrow as pa
@@ -42,8 +41,7 @@ def test_an_old_parquet_lake_imports_with_the_same_marts(tmp_path):
     assert copied["responses"] == 36 and copied["items"] == 18 and copied["claims"] == 0
     create_views(con)
     marts = json.loads((FIXTURE / "marts.json").read_text())["marts"]
-    for name, rows in marts.items():
-        assert _normalised(query(con, f"SELECT * FROM {name}")) == _normalised(rows), name
+    assert_same_marts(con, marts)
 
 
 def test_three_writers_and_a_compactor_lose_and_duplicate_nothing(tmp_path):

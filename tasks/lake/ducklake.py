@@ -150,7 +150,7 @@ def import_parquet_lake(con: duckdb.DuckDBPyConnection, old_lake: str,
     """Copy every table of an old Parquet lake (day folders, merged files) into the DuckLake
     tables, one transaction per table, through the old ``lake_table`` macro (which leaves out the
     files a merged file replaces); returns the rows copied per table."""
-    from tasks.lake.store import _lake_sql
+    from tasks.lake.store import _lake_sql, conform
 
     old = duckdb.connect()
     for stmt in _sql_statements():
@@ -158,8 +158,14 @@ def import_parquet_lake(con: duckdb.DuckDBPyConnection, old_lake: str,
             old.execute(_lake_sql(stmt, old_lake))
     copied = {}
     for table in SCHEMAS:
-        rows = old.execute(f"SELECT * EXCLUDE (day) FROM lake_table('{table}')").to_arrow_table()
-        chunk = rows.select(SCHEMAS[table].names).cast(SCHEMAS[table]) if rows.num_rows else SCHEMAS[table].empty_table()
+        try:
+            rows = old.execute(f"SELECT * EXCLUDE (day) FROM lake_table('{table}')").to_arrow_table()
+        except duckdb.IOException as exc:  # a table newer than the old lake (dataset_items): no file
+            if "No files found" not in str(exc):
+                raise
+            rows = SCHEMAS[table].empty_table()
+        # A lake written before a column existed (responses.finish_reason) reads it as nulls.
+        chunk = conform(table, rows) if rows.num_rows else SCHEMAS[table].empty_table()
         if chunk.num_rows:
             commit(con, table, chunk, f"import {table} from {old_lake}")
         copied[table] = chunk.num_rows
