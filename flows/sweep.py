@@ -138,26 +138,12 @@ def run_models(lake: str, batches: list[list[dict[str, Any]]], cfg: Config, run_
         embedded.stop_all()  # the embedded models' worker processes end with the calls
 
 
-@flow(name="sweep", log_prints=False)
-@stopping.stoppable
-def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = None,
-          dispatch: bool = False, select: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    """Run a sweep: every configured task on every configured model. Returns the run summary.
-
-    ``select`` (keys ``suites``, ``tasks``, ``datasets``: the CLI's filters) restricts the run to
-    what it names (:meth:`Config.select`); the run's stored configuration is the restricted one.
-    With ``dispatch``, each (model, batch) unit runs as a flow run of the ``sweep-batch``
-    deployment that any worker on the pool may pick up (:mod:`flows.batch`); without it, here.
-    """
-    apply_defaults()
+def prepare_items(cfg: Config) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The run's items, generated (and read from the configured datasets), deduplicated and
+    validated batch by batch, before anything is written. Returns the rows, their batches and the
+    families dropped for repeating a prompt of another."""
     logger = get_run_logger()
-    cfg = load_config(config_path, overrides).select(**(select or {}))
-    stopping.configure(cfg.sweep.stop_grace_s, cfg.sweep.cancel_poll_s)
-    if dispatch:
-        scale_out.require_server()
     lake, size = cfg.lake_path, cfg.sweep.batch_size
-    run_id = lifecycle.new_run_id()
-
     rows: list[dict[str, Any]] = []
     selected = cfg.selected_tasks()
     with progress.stage("generate", len(selected)) as advance:
@@ -178,7 +164,14 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
             advance(1)
     logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d batch(es)",
                 len(rows), identical, len(dropped_families), len(batches))
+    return rows, batches, dropped_families
 
+
+def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
+    """The run, started (its `running` row written) once the lake is usable, the stale runs of
+    earlier processes are marked crashed and no stop was asked for."""
+    logger = get_run_logger()
+    lake = cfg.lake_path
     ensure_lake(lake)  # an unusable lake (wrong credentials, no bucket) stops here, before anything is written
     # Runs of earlier processes that died without a word (SIGKILL, power loss) end here as
     # `crashed`; after validation, so that a sweep stopped by it has written nothing at all.
@@ -187,7 +180,18 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     stopping.raise_if_requested()  # stopped before its run began: nothing of it is written
     run = lifecycle.Run(lake, run_id, "sweep", config=canonical_json(cfg.resolved()),
                         models=canonical_json(cfg.sweep.models), flow_run_id=lifecycle.flow_run_id())
-    run.start(n_items=len(rows))
+    run.start(n_items=n_items)
+    return run
+
+
+def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, batches: list[list[dict[str, Any]]],
+              dropped_families: list[dict[str, Any]], config_path: str | None, overrides: dict[str, Any] | None,
+              dispatch: bool) -> tuple[dict[str, Any], CallStats]:
+    """The run's main body: store the items, call every model (each batch parsed and scored as it
+    is answered), rebuild the catalog, then the statistics and report with ``sweep.report``. The
+    run ends `completed`, `waiting` (batch jobs still running) or as the exception that stopped it.
+    Returns the run summary and the call totals."""
+    lake = cfg.lake_path
     crashes_before = len(embedded.crashes())
     counts: dict[str, int] = {}
     try:
@@ -196,7 +200,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
                 store_items_batch(lake, quote(batch), i)
                 advance(1)
 
-        per_model = run_models(lake, batches, cfg, run_id, config_path, overrides, dispatch)
+        per_model = run_models(lake, batches, cfg, run.run_id, config_path, overrides, dispatch)
         totals = CallStats()
         for stats in per_model.values():
             totals.add(stats)
@@ -210,21 +214,7 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
         catalog = lifecycle.rebuild_catalog(cfg)
         # Every other model has had its turn; what the dead worker had answered is stored.
         embedded.check_crashes(crashes_before)
-        table = headline(lake, run_id)
-        report = None
-        if cfg.sweep.report:
-            compute_statistics(cfg)
-            report = write_report(cfg, run_id)
-        summary = {
-            "run_id": run_id, "flow_run_id": run.flow_run_id, "items": len(rows),
-            "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
-            "dropped_families": dropped_families,
-            "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,
-            "report": str(report) if report else None, "waiting": totals.waiting,
-            "concurrency": totals.concurrency, "models": model_rows(per_model),
-            "cost": read(lake, "SELECT model, prompt_tokens, completion_tokens, cost_usd, n_unpriced "
-                               "FROM cost_by_run WHERE run_id = ? ORDER BY model", [run_id]),
-        }
+        summary = summarize(cfg, run, n_items, dropped_families, per_model, totals, catalog)
     except BaseException as exc:
         # Without this row the run would read `running` until its heartbeat went stale.
         run.end_with(exc, **counts)
@@ -235,9 +225,37 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
                  report_path=summary["report"], **counts)
     else:
         run.finish(report_path=summary["report"], **counts)
+    return summary, totals
+
+
+def summarize(cfg: Config, run: lifecycle.Run, n_items: int, dropped_families: list[dict[str, Any]],
+              per_model: dict[str, CallStats], totals: CallStats, catalog: Path) -> dict[str, Any]:
+    """The run summary: what was sent, the headline table, the report (drawn here with
+    ``sweep.report``), cost, concurrency and each model's stream."""
+    lake, run_id = cfg.lake_path, run.run_id
+    table = headline(lake, run_id)
+    report = None
+    if cfg.sweep.report:
+        compute_statistics(cfg)
+        report = write_report(cfg, run_id)
+    return {
+        "run_id": run_id, "flow_run_id": run.flow_run_id, "items": n_items,
+        "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
+        "dropped_families": dropped_families,
+        "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,
+        "report": str(report) if report else None, "waiting": totals.waiting,
+        "concurrency": totals.concurrency, "models": model_rows(per_model),
+        "cost": read(lake, "SELECT model, prompt_tokens, completion_tokens, cost_usd, n_unpriced "
+                           "FROM cost_by_run WHERE run_id = ? ORDER BY model", [run_id]),
+    }
+
+
+def summary_artifact(cfg: Config, summary: dict[str, Any], totals: CallStats) -> None:
+    """The run summary as the flow run's ``sweep-summary`` markdown artifact."""
+    run_id, table = summary["run_id"], summary["headline"]
     create_markdown_artifact(
         key="sweep-summary",
-        markdown=(f"# invarbench sweep {run_id}\n\n{len(rows)} items, {totals.requests} requests "
+        markdown=(f"# invarbench sweep {run_id}\n\n{summary['items']} items, {totals.requests} requests "
                   f"({totals.sent} sent, {totals.cached} from the ledger, {totals.errors} errors).\n\n"
                   f"Warehouse: `{cfg.warehouse_path}`\n\nReport: `{summary['report'] or 'not built'}`\n\n"
                   f"{markdown_table(table)}\n\n## Cost and concurrency\n\n{markdown_table(summary['cost'])}\n\n"
@@ -245,4 +263,27 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
                   f"{markdown_table(summary['models'])}\n"),
         description=f"invarbench sweep {run_id}",
     )
+
+
+@flow(name="sweep", log_prints=False)
+@stopping.stoppable
+def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = None,
+          dispatch: bool = False, select: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """Run a sweep: every configured task on every configured model. Returns the run summary.
+
+    ``select`` (keys ``suites``, ``tasks``, ``datasets``: the CLI's filters) restricts the run to
+    what it names (:meth:`Config.select`); the run's stored configuration is the restricted one.
+    With ``dispatch``, each (model, batch) unit runs as a flow run of the ``sweep-batch``
+    deployment that any worker on the pool may pick up (:mod:`flows.batch`); without it, here.
+    """
+    apply_defaults()
+    cfg = load_config(config_path, overrides).select(**(select or {}))
+    stopping.configure(cfg.sweep.stop_grace_s, cfg.sweep.cancel_poll_s)
+    if dispatch:
+        scale_out.require_server()
+    run_id = lifecycle.new_run_id()
+    rows, batches, dropped_families = prepare_items(cfg)
+    run = start_run(cfg, run_id, len(rows))
+    summary, totals = run_sweep(run, cfg, len(rows), batches, dropped_families, config_path, overrides, dispatch)
+    summary_artifact(cfg, summary, totals)
     return summary

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
 from tasks.environment import apply_defaults
+
+if TYPE_CHECKING:
+    import s3_server
 
 apply_defaults()  # the suite is an entry point: offline defaults before Prefect or litellm load
 
@@ -149,3 +156,46 @@ def run_cli_process(*args: str, env: dict | None = None, timeout: float = 600) -
     process of its own (its environment, a kill, the interpreter's exit)."""
     return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=REPO, env=process_env(env),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def sigkill_sweep_when(cfg: Path, env: dict[str, str], ready: Callable[[], bool], not_ready: str) -> None:
+    """Start the CLI sweep of ``cfg`` as a separate process with ``env``, wait until ``ready()``
+    holds, then SIGKILL it and all it started (its own session, so the kill reaches them all).
+
+    Fails the test with ``not_ready`` when ``ready()`` has not held within 240 s, and when the
+    sweep ends before it could be killed.
+    """
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            if ready():
+                break
+            assert proc.poll() is None, "the sweep ended before it could be killed"
+            time.sleep(0.2)
+        else:
+            pytest.fail(not_ready)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@contextlib.contextmanager
+def running_s3_server(log: Path) -> Iterator[s3_server.S3Server]:
+    """A real S3 server (tests/s3_server.py, its log at ``log``) whose credentials are this
+    process's only ``AWS_*`` variables while it runs, for in-process reads and writes; a
+    developer's own AWS variables are back, and the server stopped, on exit."""
+    import s3_server  # boto3 and the server: only for the tests of a bucket
+
+    server = s3_server.start(log)
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in server.env().items():
+            if key.startswith("AWS_"):
+                mp.setenv(key, value)
+        for key in [k for k in os.environ if k.startswith("AWS_") and k not in server.env()]:
+            mp.delenv(key)
+        try:
+            yield server
+        finally:
+            s3_server.stop(server)

@@ -20,7 +20,16 @@ from pathlib import Path
 import pytest
 
 import s3_server
-from conftest import REPO, fake_model_config, process_env, run_cli, run_cli_process, write_config
+from conftest import (
+    REPO,
+    fake_model_config,
+    process_env,
+    run_cli,
+    run_cli_process,
+    running_s3_server,
+    sigkill_sweep_when,
+    write_config,
+)
 from fakes import FakeProvider, FakeServer
 from tasks.config import ConfigError, load_config
 from tasks.lake import store
@@ -44,17 +53,8 @@ from tasks.records import now_utc
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """The module's S3 server, its credentials exported to this process for in-process reads."""
-    server = s3_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in server.env().items():
-            if key.startswith("AWS_"):
-                mp.setenv(key, value)
-        for key in [k for k in os.environ if k.startswith("AWS_") and k not in server.env()]:
-            mp.delenv(key)
-        try:
-            yield server
-        finally:
-            s3_server.stop(server)
+    with running_s3_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
+        yield server
 
 
 def s3_config(tmp_path: Path, s3: s3_server.S3Server, api_base: str, prefix: str, **kwargs) -> Path:
@@ -165,21 +165,10 @@ def test_sigkill_mid_sweep_then_resume_sends_only_what_was_not_stored(s3, tmp_pa
         cfg = s3_config(tmp_path, s3, fake.api_base, "killed/lake", n_max=150, model_extra={"concurrency": 2},
                         sweep_extra={"batch_size": 4})
         lake = s3.lake("killed/lake")
-        proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)], cwd=REPO,
-                                env=process_env(s3.env()),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 240
-        try:
-            while time.monotonic() < deadline:
-                if [k for k in s3.keys("killed/lake/responses/") if "1970" not in k] and len(state.seen) >= 8:
-                    break
-                assert proc.poll() is None, "the sweep ended before it could be killed"
-                time.sleep(0.2)
-            else:
-                pytest.fail("no responses were written in time")
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        sigkill_sweep_when(
+            cfg, process_env(s3.env()),
+            lambda: bool([k for k in s3.keys("killed/lake/responses/") if "1970" not in k]) and len(state.seen) >= 8,
+            "no responses were written in time")
         assert len(state.seen) < 30, "the kill came after the sweep was done"
         stored = read(lake, "SELECT count(*) AS n FROM responses WHERE status = 'ok'")[0]["n"]
         assert stored >= 1

@@ -7,13 +7,11 @@ The CLI runs in-process (typer's runner).
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from typer.testing import CliRunner
 
 import s3_server
-from conftest import write_config
+from conftest import running_s3_server, write_config
 from flows.cli import app
 from tasks.items.generate import generate_task, item_row
 from tasks.lake.store import SCHEMA_FILE, ensure_lake, read_only, write_rows
@@ -68,17 +66,9 @@ def test_a_write_inside_read_only_raises(tmp_path):
 
 
 @pytest.fixture
-def s3(tmp_path, monkeypatch):
-    server = s3_server.start(tmp_path / "moto.log")
-    for key, value in server.env().items():
-        if key.startswith("AWS_"):
-            monkeypatch.setenv(key, value)
-    for key in [k for k in os.environ if k.startswith("AWS_") and k not in server.env()]:
-        monkeypatch.delenv(key)
-    try:
+def s3(tmp_path):
+    with running_s3_server(tmp_path / "moto.log") as server:
         yield server
-    finally:
-        s3_server.stop(server)
 
 
 def objects(s3: s3_server.S3Server) -> dict[str, tuple[str, object]]:

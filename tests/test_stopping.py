@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from prefect.client.orchestration import get_client
@@ -135,39 +136,40 @@ def test_sigterm_stops_a_sweep_cleanly_and_leaves_no_process(tmp_path):
         assert_resumes_paying_each_request_once(tmp_path, cfg, state)
 
 
-def test_ctrl_c_to_the_process_group_stops_the_sweep_and_its_flow_run_is_cancelled(tmp_path):
-    """Ctrl-C reaches the terminal's whole foreground group: the sweep and the processes it started."""
+def stop_a_sweep_on_the_session_server(tmp_path: Path, stop: Callable[[subprocess.Popen], None],
+                                       returncode: int) -> dict:
+    """A CLI sweep on the session's Prefect server, stopped by ``stop`` once it has sent
+    STOP_AFTER requests: it exits with ``returncode``, its run is cancelled with every sent request
+    answered, its flow run is Cancelled, and a second sweep pays each request once. Returns the run."""
     state = FakeProvider(delay_s=1.0)
     with FakeServer(state) as fake:
         cfg = config(tmp_path, fake.api_base)
         proc = start_sweep(cfg, api_url=PREFECT_API_URL.value())
         wait_for_requests(proc, state, STOP_AFTER)
-        os.killpg(proc.pid, signal.SIGINT)
+        stop(proc)
         out, err = finish(proc)
-        assert proc.returncode == 130, err[-3000:]
+        assert proc.returncode == returncode, err[-3000:]
         run = assert_cancelled_with_every_sent_request_answered(tmp_path, state)
         with get_client(sync_client=True) as client:
             flow_run = client.read_flow_run(uuid.UUID(run["flow_run_id"]))
         assert flow_run.state.is_cancelled(), flow_run.state
         assert_resumes_paying_each_request_once(tmp_path, cfg, state)
+    return run
+
+
+def test_ctrl_c_to_the_process_group_stops_the_sweep_and_its_flow_run_is_cancelled(tmp_path):
+    """Ctrl-C reaches the terminal's whole foreground group: the sweep and the processes it started."""
+    stop_a_sweep_on_the_session_server(tmp_path, lambda proc: os.killpg(proc.pid, signal.SIGINT), 130)
 
 
 def test_a_cancellation_through_the_prefect_api_stops_a_cli_sweep(tmp_path):
-    state = FakeProvider(delay_s=1.0)
-    with FakeServer(state) as fake:
-        cfg = config(tmp_path, fake.api_base)
-        proc = start_sweep(cfg, api_url=PREFECT_API_URL.value())
-        wait_for_requests(proc, state, STOP_AFTER)
+    def cancel(proc: subprocess.Popen) -> None:
         [running] = lake_query(tmp_path, "SELECT flow_run_id FROM runs")
         with get_client(sync_client=True) as client:
             client.set_flow_run_state(uuid.UUID(running["flow_run_id"]), Cancelling(message="from the test"))
-        out, err = finish(proc)
-        assert proc.returncode == 143, err[-3000:]
-        run = assert_cancelled_with_every_sent_request_answered(tmp_path, state)
-        assert run["message"].startswith("cancelled in Prefect")
-        with get_client(sync_client=True) as client:
-            assert client.read_flow_run(uuid.UUID(run["flow_run_id"])).state.is_cancelled()
-        assert_resumes_paying_each_request_once(tmp_path, cfg, state)
+
+    run = stop_a_sweep_on_the_session_server(tmp_path, cancel, 143)
+    assert run["message"].startswith("cancelled in Prefect")
 
 
 def test_a_second_signal_stops_at_once_and_a_sigkill_leaves_no_server(tmp_path):

@@ -7,14 +7,10 @@ nothing here measures wall time. Prefect, DuckDB and Parquet are real; only the 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
-from conftest import REPO, write_config
+from conftest import sigkill_sweep_when, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
 from tasks.lake.store import read
@@ -104,23 +100,13 @@ def test_resume_after_a_kill_in_the_middle_of_a_multi_model_stream(tmp_path):
                                n_max=100, sweep_extra={"batch_size": 4})
         env = {**os.environ}
         env.pop("PREFECT_API_URL", None)
-        proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)],
-                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
-        deadline = time.monotonic() + 240
-        try:
-            while time.monotonic() < deadline:
-                stored = (tmp_path / "wh" / "lake" / "responses").exists() and lake_query(
-                    tmp_path, "SELECT count(DISTINCT model) AS n FROM responses")[0]["n"] == 2
-                if stored and len(a.seen) >= 6 and len(b.seen) >= 4:
-                    break
-                assert proc.poll() is None, "the sweep ended before it could be killed"
-                time.sleep(0.2)
-            else:
-                pytest.fail("the two models were not answered in time")
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+
+        def both_answered() -> bool:
+            stored = (tmp_path / "wh" / "lake" / "responses").exists() and lake_query(
+                tmp_path, "SELECT count(DISTINCT model) AS n FROM responses")[0]["n"] == 2
+            return stored and len(a.seen) >= 6 and len(b.seen) >= 4
+
+        sigkill_sweep_when(cfg, env, both_answered, "the two models were not answered in time")
         assert len(a.seen) < 20 and len(b.seen) < 20, "the kill came after a model was done"
         stored = per_model(tmp_path, "SELECT model, count(*) AS n FROM responses WHERE status = 'ok' GROUP BY model")
         assert stored["a"] >= 1 and stored["b"] >= 1

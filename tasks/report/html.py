@@ -73,6 +73,14 @@ def _figure_section(title: str, slug: str, figure: plt.Figure | None, empty_note
 
 def sections(frames: dict[str, pl.DataFrame], threshold: float) -> list[Section]:
     """The report's sections, in order."""
+    return [*accuracy_sections(frames, threshold), *heatmap_sections(frames["by_n"]), *invariance_sections(frames),
+            attractor_section(frames), regression_section(frames["regression"]),
+            outcome_section(frames["outcomes"]), cost_section(frames["cost"])]
+
+
+def accuracy_sections(frames: dict[str, pl.DataFrame], threshold: float) -> list[Section]:
+    """Accuracy against key entities, one section per suite (the Lissard figure); the last one
+    also holds the breaking points and the lenient scores."""
     out: list[Section] = []
     by_bin = frames["by_bin"]
     suites = sorted(by_bin["suite"].unique().to_list())
@@ -84,8 +92,13 @@ def sections(frames: dict[str, pl.DataFrame], threshold: float) -> list[Section]
     out[-1].tables.append(html_table(breaking, f"Breaking point: first bin with accuracy below {threshold}"))
     if not frames["lenient"].is_empty():
         out[-1].tables.append(html_table(frames["lenient"], "Lenient (order-insensitive) score next to exact match"))
+    return out
 
-    by_n = frames["by_n"]
+
+def heatmap_sections(by_n: pl.DataFrame) -> list[Section]:
+    """Accuracy by n × variant, one section per model and suite that has two variants or prompt
+    styles to set side by side (the symmetry figure)."""
+    out: list[Section] = []
     pairs = by_n.select("model", "suite").unique().sort("model", "suite", nulls_last=True).iter_rows()
     heatmaps = [(m, s, accuracy_heatmaps(by_n, m, s)) for m, s in pairs]
     heatmaps = [h for h in heatmaps if h[2] is not None]
@@ -95,7 +108,13 @@ def sections(frames: dict[str, pl.DataFrame], threshold: float) -> list[Section]
     for model, suite, figure in heatmaps:
         out.append(_figure_section(f"Accuracy by n × variant: {model} on {suite}",
                                    f"heatmap_{model}_{suite}", figure, ""))
+    return out
 
+
+def invariance_sections(frames: dict[str, pl.DataFrame]) -> list[Section]:
+    """The flip patterns, then Invariance@k and Consistency@k with their intervals, the variant
+    gaps and the McNemar tests (GeoRepEval)."""
+    out: list[Section] = []
     table = invariance_table(frames["invariance"], frames["intervals"])
     section = _figure_section("Flip patterns", "flip_patterns", flip_bars(frames["flips"]),
                               "No family with two to four variants has a complete set of scored answers.")
@@ -121,7 +140,12 @@ def sections(frames: dict[str, pl.DataFrame], threshold: float) -> list[Section]
     section.tables.append(html_table(frames["mcnemar"], "McNemar tests between variants (exact, Holm-adjusted per task)"))
     section.tables.append(html_table(frames["model_pairs"], "McNemar tests between models on the same trials"))
     out.append(section)
+    return out
 
+
+def attractor_section(frames: dict[str, pl.DataFrame]) -> Section:
+    """Predicted against gold values (the attractor scatter), the attractors per gold value and
+    the associativity calls."""
     figure, off_scale = attractor_scatter(frames["attractor_counts"])
     section = _figure_section("Attractors: predicted against gold", "attractors", figure,
                               "No parsed integer answers yet.")
@@ -130,9 +154,11 @@ def sections(frames: dict[str, pl.DataFrame], threshold: float) -> list[Section]
     section.tables.append(html_table(frames["attractors"], "Per gold value: most frequent wrong answer and the shares of 50 and 100"))
     if not frames["associativity"].is_empty():
         section.tables.append(html_table(frames["associativity"], "Associativity: accuracy of each call, of the item, and of the closure baseline"))
-    out.append(section)
+    return section
 
-    regression = frames["regression"]
+
+def regression_section(regression: pl.DataFrame) -> Section:
+    """The logistic regressions (per model, pooled, per task) and the reasons of skipped fits."""
     section = Section("Logistic regression: correct ~ C(variant) + n_tokens + symbol_density + n_numbers + C(task)", "regression")
     if regression.is_empty():
         section.notes.append("No regression computed yet.")
@@ -143,14 +169,15 @@ def sections(frames: dict[str, pl.DataFrame], threshold: float) -> list[Section]
             "reason"),
             "Per model and pooled with model fixed effects, tasks pooled with task fixed effects, and per task; "
             "skipped fits give their reason"))
-    out.append(section)
+    return section
 
-    section = _figure_section("Errors and unparsable answers", "outcomes", outcome_bars(frames["outcomes"]),
+
+def outcome_section(outcomes: pl.DataFrame) -> Section:
+    """The counts of errors and unparsable answers per model, suite and task."""
+    section = _figure_section("Errors and unparsable answers", "outcomes", outcome_bars(outcomes),
                               "No scored trials yet.")
-    section.tables.append(html_table(frames["outcomes"], "Counts per model, suite and task"))
-    out.append(section)
-    out.append(cost_section(frames["cost"]))
-    return out
+    section.tables.append(html_table(outcomes, "Counts per model, suite and task"))
+    return section
 
 
 def cost_section(cost: pl.DataFrame) -> Section:
