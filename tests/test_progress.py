@@ -1,4 +1,4 @@
-"""Progress bars (flows/cli.py RichListener over tasks.runs.progress): every stage is shown while it
+"""Progress bars (flows/cli/progress_bars.py RichListener over tasks.runs.progress): every stage is shown while it
 runs, and the display stays bounded however many stages a long sweep has."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 from rich.progress import Progress
 
-from flows.cli import RichListener
+from flows.cli.progress_bars import RichListener
 from tasks.runs import progress
 
 
@@ -31,7 +31,7 @@ def test_finished_stages_beyond_a_few_leave_the_display_and_running_ones_stay():
 
 
 def test_a_models_bar_counts_its_errors_and_shows_them_beside_its_rate():
-    from flows.cli import RateColumn
+    from flows.cli.progress_bars import RateColumn
 
     bar = Progress(console=Console(file=io.StringIO()), auto_refresh=False)
     progress.set_listener(RichListener(bar))

@@ -1,0 +1,151 @@
+"""``invarbench sweep``: its checks before the flow starts, the flow, stopping it cleanly, and the
+summary it prints."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import typer
+
+from flows.cli.application import ConfigOpt, app, console, err, fail, load, print_rows
+from flows.cli.prefect_server import start_prefect_server
+from flows.cli.progress_bars import progress_bars
+from flows.cli.stored import check_stored
+from tasks.config import ConfigError
+from tasks.runs import stopping
+from tasks.suites.base import GeneratorError
+
+
+def check_generators(cfg: Any) -> None:
+    """Run every selected generator once, before the flow: a parameter only a generator checks
+    (``n_step = -10``) raises GeneratorError here, in a fraction of a second, instead of inside
+    the flow after Prefect has started. Generating is cheap next to calling a model."""
+    from tasks.items.generate import generate_task
+
+    for suite, task in cfg.selected_tasks():
+        try:
+            generate_task(suite, task, cfg.task_params(suite, task), cfg.sweep.seed)
+        except GeneratorError as exc:
+            raise GeneratorError(f"suites.{suite}.params.{task}: {exc}") from None
+
+
+def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> None:
+    """Everything a sweep could reject, checked before its flow starts: the configuration, the
+    filters, the stored datasets and the generators' parameters; exit 2 with one line otherwise."""
+    try:
+        cfg = load(config, overrides).select(**select)
+        if cfg.sweep.datasets:
+            check_stored(cfg.lake_path, "sweep.datasets", cfg.sweep.datasets)
+        check_generators(cfg)
+    except (ConfigError, GeneratorError) as exc:
+        fail(str(exc))
+
+
+@app.command()
+def sweep(
+    config: Optional[Path] = ConfigOpt,
+    models: Optional[str] = typer.Option(None, help="comma-separated model names (overrides sweep.models)"),
+    samples: Optional[int] = typer.Option(None, help="repeats per item (overrides sweep.samples)"),
+    warehouse: Optional[str] = typer.Option(None, help="warehouse folder (overrides warehouse.path)"),
+    batch_size: Optional[int] = typer.Option(None, help="items per batch (overrides sweep.batch_size)"),
+    suite: Optional[list[str]] = typer.Option(None, "--suite", help="run this suite (repeatable; a filter: "
+                                              "only what --suite, --task and --dataset name runs)"),
+    task: Optional[list[str]] = typer.Option(None, "--task", help="run this task: suite.task, or a task name "
+                                             "that one suite alone has (repeatable; a filter)"),
+    dataset: Optional[list[str]] = typer.Option(None, "--dataset", help="run this stored dataset id "
+                                                "(repeatable; a filter: alone, it runs only the dataset)"),
+) -> None:
+    """Run a sweep: generate, validate, call every model, parse, score, store; print the headline table.
+
+    Without --suite, --task or --dataset the configuration says what runs; with any of them, only
+    what they name runs.
+    """
+    overrides: dict[str, Any] = {}
+    select = {"suites": list(suite or []), "tasks": list(task or []), "datasets": list(dataset or [])}
+    if models:
+        overrides.setdefault("sweep", {})["models"] = [m.strip() for m in models.split(",") if m.strip()]
+    if samples is not None:
+        overrides.setdefault("sweep", {})["samples"] = samples
+    if batch_size is not None:
+        overrides.setdefault("sweep", {})["batch_size"] = batch_size
+    if warehouse:
+        overrides["warehouse"] = {"path": warehouse}
+    check_sweep(config, overrides, select)
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    with stopped_cleanly():
+        summary = _run_sweep(config, overrides, select)
+    _print_summary(summary)
+
+
+@contextlib.contextmanager
+def stopped_cleanly() -> Iterator[None]:
+    """SIGTERM and Ctrl-C stop the sweep cleanly (tasks.runs.stopping): it ends with exit code 130
+    or 143 and a message; the Prefect server this process started ends with it."""
+    from prefect.exceptions import CancelledRun
+
+    stopping.reset()
+    try:
+        with stopping.on_signals():
+            yield
+    except (CancelledRun, stopping.Stopped, stopping.StopNow) as exc:
+        why = str(exc) if isinstance(exc, stopping.StopNow) else stopping.reason()
+        fail(f"sweep stopped ({why}). Its run, if it had begun, reads `cancelled` (invarbench runs); every "
+             "answer received is stored, and the next sweep sends only what has none.", stopping.exit_code())
+
+
+def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> dict[str, Any]:
+    server_up = start_prefect_server()
+    from flows.sweep import sweep as sweep_flow
+    from tasks.items.validate import ValidationFailed, prepare_validation
+    from tasks.models.cost import BudgetExceeded
+    from tasks.models.embedded import EmbeddedModelCrashed
+
+    prepare_validation()  # Great Expectations' import, while the server boots
+    server_up()
+    stopping.raise_if_requested()
+
+    try:
+        with progress_bars():
+            return sweep_flow(str(config) if config else None, overrides, select=select)
+    except ValidationFailed as exc:
+        fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
+    except EmbeddedModelCrashed as exc:
+        fail(f"{exc}\nThe run ended `failed` (see `invarbench runs`). Every answer received is stored and "
+             "the other models ran; the requests the dead worker did not answer are `error` responses, "
+             "which the next sweep sends again. See the README, \"When an embedded model crashes\".", 1)
+    except BudgetExceeded as exc:
+        fail(f"run failed: {exc}", 1)
+    except (ConfigError, GeneratorError) as exc:
+        fail(str(exc))
+    raise AssertionError("unreachable: fail() exits")
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from flows.sweep import concurrency_rows
+
+    print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in summary["headline"]],
+               title=f"run {summary['run_id']}: accuracy per task and bin")
+    console.print(
+        f"{summary['items']} items, {summary['requests']} requests: {summary['sent']} sent, "
+        f"{summary['cached']} from the ledger, {summary['errors']} errors\n"
+        f"warehouse: {summary['warehouse']}\ncatalog:   {summary['catalog']}  "
+        f"(invarbench sql \"SELECT * FROM accuracy_by_bin\")\n"
+        f"prefect flow run: {summary['flow_run_id']}",
+        highlight=False,
+    )
+    if summary.get("report"):
+        console.print(f"report:    {summary['report']}", highlight=False)
+    if summary["dropped_families"]:
+        err.print(f"{len(summary['dropped_families'])} family(ies) dropped: each repeats a prompt of an "
+                  "earlier family of its suite (one problem counts once)", style="yellow", highlight=False)
+    print_rows(summary["cost"], title="tokens and cost of this run (USD; empty = no price known)")
+    print_rows(concurrency_rows(summary["concurrency"]), title="adaptive concurrency")
+    print_rows(summary["models"], title="calls per model (wall_s: its stream from start to end)")
+    if summary["waiting"]:
+        err.print(f"{summary['waiting']} request(s) wait in provider batch jobs: the run is `waiting`; "
+                  "the next sweep collects the finished jobs", style="yellow")
+    if summary["errors"]:
+        err.print(f"{summary['errors']} request(s) ended in error; the next sweep sends them again", style="yellow")

@@ -1,0 +1,209 @@
+"""The commands over the warehouse: ``sql``, ``shell``, ``runs``, ``compact``, ``models``,
+``rescore`` and ``report``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from flows.cli.application import (
+    ConfigOpt,
+    FormatOpt,
+    app,
+    console,
+    emit_rows,
+    err,
+    fail,
+    load,
+    parse_date,
+    print_rows,
+)
+from flows.cli.prefect_server import start_prefect_server
+from flows.cli.progress_bars import progress_bars
+from flows.cli.stored import check_stored
+from tasks.config import ConfigError, LakeError
+
+
+@app.command()
+def sql(
+    query_text: Optional[str] = typer.Argument(None, metavar="QUERY", help="SQL over the warehouse views"),
+    config: Optional[Path] = ConfigOpt,
+    fmt: str = FormatOpt,
+) -> None:
+    """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
+    import duckdb
+
+    from tasks.lake.store import open_catalog, query, read_only
+
+    if fmt not in ("table", "csv", "json"):
+        fail(f"--format {fmt}: expected table, csv or json")
+    cfg = load(config, suites=False)
+    catalog = cfg.catalog_path
+    if not query_text:
+        console.print(
+            f"The warehouse catalog is {catalog} (views only, over Parquet in {cfg.warehouse.lake or cfg.lake_path}).\n"
+            f"Open it with the DuckDB shell:   invarbench shell   (or: .venv/bin/duckdb -readonly {catalog})\n"
+            f"or from Python:                  duckdb.connect('{catalog}', read_only=True)\n"
+            "Views: items, runs, requests, responses, ledger, parses, scores, trial_scores, accuracy_by_bin, ...\n"
+            "List them with: invarbench sql \"SELECT view_name FROM duckdb_views() WHERE NOT internal\"",
+            highlight=False,
+        )
+        return
+    try:
+        # Rebuilt first when built for another lake (a copied or moved warehouse) or older sql/;
+        # read-only, so that read-only credentials do (the catalog is a local file of views).
+        with read_only():
+            con = open_catalog(catalog, cfg.lake_path)
+    except LakeError as exc:
+        fail(str(exc))
+    except duckdb.IOException as exc:
+        fail(f"cannot open {catalog}: {exc}", 1)
+    try:
+        rows = query(con, query_text)
+    except duckdb.Error as exc:
+        fail(f"query failed: {exc}", 1)
+    finally:
+        con.close()
+    emit_rows(rows, fmt)
+
+
+@app.command()
+def shell(config: Optional[Path] = ConfigOpt) -> None:
+    """Open the warehouse read-only, with every view, in the DuckDB shell installed with invarbench.
+
+    The shell reads SQL from standard input when it is not a terminal: ``echo "FROM runs" | invarbench shell``.
+    """
+    import subprocess
+    import tempfile
+
+    import duckdb
+
+    from tasks.lake.engine import s3_shell_sql, shell_command
+    from tasks.lake.store import is_url, open_catalog
+
+    cfg = load(config, suites=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        init = None
+        try:
+            # Rebuilt first when missing, written by another DuckDB, or built for another lake or sql/.
+            open_catalog(cfg.catalog_path, cfg.lake_path).close()
+            if is_url(cfg.lake_path):  # credentials in a private file, never on a command line
+                init = Path(tmp) / "init.sql"
+                init.write_text(s3_shell_sql(cfg.warehouse.endpoint_url, cfg.warehouse.region), encoding="utf-8")
+            command = shell_command(cfg.catalog_path, init)
+        except (ConfigError, LakeError) as exc:
+            fail(str(exc))
+        except duckdb.IOException as exc:
+            fail(f"cannot open {cfg.catalog_path}: {exc}", 1)
+        code = subprocess.call(command)
+    raise typer.Exit(code)
+
+
+@app.command()
+def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, min=1, help="most recent runs to list"),
+         fmt: str = FormatOpt) -> None:
+    """List runs with their Prefect flow-run ids, status, models, counts, errors, tokens and cost.
+
+    A ``failed`` run's message says why; open its flow run in the Prefect UI by its id. A sweep
+    shows ``crashed`` when its process died without a word (its heartbeat is stale, see the README).
+    Tokens and cost (USD) are what the run paid for (answers from the ledger cost nothing), in
+    total and per model; a cost is empty when no response of the run has a price.
+    """
+    from tasks.lake.store import read_only
+    from tasks.runs.lifecycle import list_runs
+
+    if fmt not in ("table", "csv", "json"):
+        fail(f"--format {fmt}: expected table, csv or json")
+    cfg = load(config, suites=False)
+    with read_only():
+        rows = list_runs(cfg.lake_path, limit)
+    if fmt == "table":  # cents are too coarse for small runs
+        rows = [{**r, "cost_usd": None if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"} for r in rows]
+    emit_rows(rows, fmt, title="runs")
+
+
+@app.command()
+def compact(config: Optional[Path] = ConfigOpt,
+            before: Optional[str] = typer.Option(None, help="compact day folders before YYYY-MM-DD "
+                                                 "(default: yesterday, UTC)")) -> None:
+    """Merge the small Parquet files of each table and day into one file, and delete the files a
+    killed compaction left behind.
+
+    Runs and dispatched units compact what they wrote when they end; this finishes the rest (files
+    of killed processes, lakes written before compaction). Only day folders before yesterday are
+    touched, where no run writes; run one at a time.
+    """
+    from tasks.lake.compact import compact_lake
+
+    day = parse_date("--before", before)
+    cfg = load(config, suites=False)
+    with progress_bars():
+        stats = compact_lake(cfg.lake_path, day)
+    console.print(f"merged {stats.merged} file(s) into {stats.written}; deleted {stats.deleted} file(s)",
+                  highlight=False)
+
+
+@app.command()
+def models(config: Optional[Path] = ConfigOpt) -> None:
+    """List the known models: route, sampling, limits (API keys are named by variable, never shown)."""
+    from tasks.models.routes import route_for
+
+    cfg = load(config, suites=False)
+    rows = []
+    for name, m in sorted(cfg.all_models().items()):
+        route = route_for(m)
+        rows.append({
+            "name": name, "in sweep": "yes" if name in cfg.sweep.models else "",
+            "route": f"{route.model} @ {route.api_base or '-'}", "temperature": m.temperature,
+            "max_tokens": m.max_tokens, "rpm": m.requests_per_minute or "-", "tpm": m.tokens_per_minute or "-",
+            "concurrency": m.concurrency, "timeout_s": m.timeout_s, "retries": m.retries,
+            "api key": f"${m.api_key_env}" if m.api_key_env else "-",
+        })
+    print_rows(rows, title="models")
+
+
+@app.command()
+def rescore(
+    run: Optional[list[str]] = typer.Option(None, "--run", help="run id to rescore (repeatable)"),
+    model: Optional[list[str]] = typer.Option(None, "--model", help="model name (repeatable)"),
+    suite: Optional[list[str]] = typer.Option(None, "--suite", help="suite name (repeatable)"),
+    since: Optional[str] = typer.Option(None, "--since", help="only requests made on or after YYYY-MM-DD (UTC)"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Re-parse and re-score stored responses with the current parser and scorer; calls no model."""
+    since_date = parse_date("--since", since)
+    cfg = load(config)
+    try:
+        for option, values in (("--run", run), ("--model", model), ("--suite", suite)):
+            check_stored(cfg.lake_path, option, list(values or []))
+    except ConfigError as exc:
+        fail(str(exc))
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    server_up = start_prefect_server()
+    from flows.rescore import rescore as rescore_flow
+
+    server_up()
+    summary = rescore_flow(str(config) if config else None, runs=run or (), models=model or (),
+                           suites=suite or (), since=since_date)
+    print_rows([{k: c[k] for k in ("model", "suite", "task", "variant", "gold", "previous_status", "status",
+                                   "previous_predicted", "predicted", "flipped")} for c in summary["changed"]],
+               title=f"rescore {summary['run_id']}: changed scores")
+    console.print(summary["message"], highlight=False)
+
+
+@app.command()
+def report(
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: `<warehouse>/reports/<timestamp>/`)"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Compute the statistics (unless the stored ones are current), then write the HTML report
+    (self-contained, offline) and a PNG per figure; print the HTML path."""
+    from tasks.report.html import build_report
+
+    cfg = load(config, suites=False)
+    path = build_report(cfg, out, progress=lambda step: err.print(f"report: {step}", highlight=False),
+                        refresh_stats=True)
+    console.print(str(path), highlight=False, soft_wrap=True)
