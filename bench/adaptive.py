@@ -21,8 +21,8 @@ from tasks.environment import apply_defaults  # noqa: E402
 
 apply_defaults()  # offline environment defaults before litellm or Prefect load
 from fakes import FakeProvider, FakeServer  # noqa: E402
-from tasks.config import ModelConfig  # noqa: E402
 from tasks.items.generate import generate_task, item_row  # noqa: E402
+from tasks.models.config import ModelConfig  # noqa: E402
 from tasks.models.stream import run_calls  # noqa: E402
 
 LIMIT = 8

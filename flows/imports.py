@@ -19,7 +19,8 @@ from prefect import flow
 
 from tasks.config import load_config
 from tasks.environment import apply_defaults
-from tasks.imports import ImportPlan, plan_import, run_config, store_import
+from tasks.import_plan import ImportPlan, run_config, store_import
+from tasks.imports import plan_import
 from tasks.interop import plan_foreign
 from tasks.items.generate import family_rows
 from tasks.items.validate import validate_items
@@ -32,7 +33,7 @@ from tasks.runs import lifecycle
 def import_responses(file: str, model: str, config_path: str | None = None,
                      overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Store the responses of ``file`` under ``model`` as a run, then parse and score them; returns
-    the summary of :func:`tasks.imports.store_import` with the flow run id."""
+    the summary of :func:`tasks.import_plan.store_import` with the flow run id."""
     apply_defaults()
     cfg = load_config(config_path, overrides)
     plan = plan_import(Path(file), model)

@@ -9,8 +9,9 @@ import pytest
 from conftest import fake_model_config, run_cli
 from fakes import FakeServer
 from flows.sweep import sweep
-from tasks.config import ConfigError, ModelConfig, load_config
+from tasks.config import ConfigError, load_config
 from tasks.lake.store import connect, read
+from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, _Cap, response_cost
 from tasks.models.pricing import price
 from tasks.report.data import load

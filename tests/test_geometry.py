@@ -17,7 +17,8 @@ from typing import Callable
 import pytest
 import sympy
 
-from tasks.scoring.parse.math import canonical, matches
+from tasks.scoring.parse.math import matches
+from tasks.scoring.parse.math_expression import canonical
 from tasks.suites import get_task, suite_tasks
 from tasks.suites.base import GeneratorError, bins_from_edges, find_bin
 from tasks.suites.geometry import CATEGORIES, TASKS, TEMPLATES

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tasks.scoring.parse import math as m
-from tasks.scoring.parse import parse, parser_version
+from tasks.scoring.parse import math_expression, parse, parser_version
 
 # (response text, gold, expected match)
 CASES = [
@@ -232,8 +232,8 @@ def test_pathological_input_is_cheap() -> None:
 def test_no_names_reach_eval() -> None:
     # only digits, operators, sqrt and pi survive normalization: the rest never reaches sympy
     assert m.parse("Answer: __import__('os').system('true')").status == "unparsable"
-    assert m._safe_sympify("__import__('os')") is None
-    assert m._safe_sympify("x + 1") is None
+    assert math_expression.safe_sympify("__import__('os')") is None
+    assert math_expression.safe_sympify("x + 1") is None
 
 
 def test_registered_with_version() -> None:
@@ -245,5 +245,5 @@ def test_registered_with_version() -> None:
 
 def test_gold_strings_round_trip() -> None:
     for gold in ["2*sqrt(5)", "3/2", "8*pi", "sqrt(97)/3", "25*pi/4", "90", "sqrt(5)/2 + 3/2"]:
-        assert m.canonical(gold) == gold
+        assert math_expression.canonical(gold) == gold
         assert m.matches(gold, gold)

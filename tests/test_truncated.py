@@ -12,7 +12,8 @@ from fakes import FakeProvider, FakeServer, count_ones_responder
 from flows.rescore import rescore
 from flows.sweep import sweep
 from lake_fixtures import LakeBuilder
-from tasks.imports import plan_import, store_import
+from tasks.import_plan import store_import
+from tasks.imports import plan_import
 from tasks.lake.store import SCHEMAS, SCHEMA_FILE, read
 from tasks.scoring.parse import parse
 from tasks.scoring.score import judge, parse_responses, score_trials

@@ -1,7 +1,7 @@
 """Doors to other evaluation tools: Inspect AI (export and logs) and lm-evaluation-harness samples.
 
 :func:`plan_foreign` reads another tool's files into import plans (one per model) that
-:func:`tasks.imports.store_import` stores, parses and scores like any import.
+:func:`tasks.import_plan.store_import` stores, parses and scores like any import.
 """
 
 from __future__ import annotations

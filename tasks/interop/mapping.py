@@ -2,8 +2,8 @@
 
 The readers (:mod:`tasks.interop.inspect`, :mod:`tasks.interop.lm_eval`) decode their tool's own
 files into :class:`Sample` objects; this module finds each sample's item in the lake and builds one
-:class:`tasks.imports.ImportPlan` per model, which :func:`tasks.imports.store_import` stores, parses
-and scores exactly as a plain import. A sample is mapped
+:class:`tasks.import_plan.ImportPlan` per model, which :func:`tasks.import_plan.store_import` stores,
+parses and scores exactly as a plain import. A sample is mapped
 
 1. by the item id its source names (Inspect metadata ``item_id`` written by ``invarbench export``,
    or an lm-eval mapping file), when the lake holds that item;
@@ -22,7 +22,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from tasks.imports import ImportPlan, ImportRejected
+from tasks.import_plan import ImportPlan
+from tasks.imports import ImportRejected
 from tasks.lake.store import read
 from tasks.models.call import trial_id
 from tasks.records import Request, Route

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
-from tasks.config import ModelConfig
+from tasks.models.config import ModelConfig
 from tasks.records import content_hash
 
 PREFIX = "invarbench"

@@ -11,7 +11,7 @@ from typing import Protocol
 
 
 class PricedModel(Protocol):
-    """What :func:`price` reads of a model's configuration (:class:`tasks.config.ModelConfig`)."""
+    """What :func:`price` reads of a model's configuration (:class:`tasks.models.config.ModelConfig`)."""
 
     model: str
     input_cost_per_mtok: float | None

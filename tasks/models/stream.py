@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
-from tasks.config import ModelConfig, SweepConfig
+from tasks.config import SweepConfig
 from tasks.lake.store import write_rows
 from tasks.models import embedded
 from tasks.models.batch_jobs import run_batch
@@ -40,6 +40,7 @@ from tasks.models.call import (
     trial_id,
 )
 from tasks.models.claims import Claims
+from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, estimate_cost
 from tasks.models.routes import Caller, route_for
 from tasks.records import Request, Response

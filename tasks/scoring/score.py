@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -132,64 +133,11 @@ def score_trials(lake: str, selection: Selection, run_id: str) -> StageStats:
     """
     where, params = selection.where()
     with reader(lake) as con:
-        trials = con.sql(
-            f"""
-            WITH req AS (
-                SELECT rr.trial_id, rr.item_id, rr.model, rr.sample_idx, rr.step_index, rr.request_id
-                FROM run_requests rr JOIN items i ON i.item_id = rr.item_id
-                WHERE {where}
-                -- the latest request per trial and step among those selected (sql/macros/requests.sql)
-                QUALIFY request_recency(rr.trial_id, rr.step_index, rr.created_at) = 1
-            ),
-            -- one row per trial (its requests share its item, model and sample), its steps gathered
-            -- unordered and sorted by step index after: an ordered aggregate took twice as long
-            gathered AS (
-                SELECT req.trial_id, any_value(req.item_id) AS item_id, any_value(req.model) AS model,
-                       any_value(req.sample_idx) AS sample_idx, any_value(i.gold) AS gold,
-                       any_value(i.answer_type) AS answer_type,
-                       -- the steps a trial must answer: every step of a chain, else one
-                       CASE WHEN any_value(i.solver) = 'chain'
-                            THEN json_array_length(coalesce(any_value(i.steps), '[]')) ELSE 1 END::BIGINT AS n_steps,
-                       list_sort(list({{'step_index': req.step_index, 'response_id': l.response_id,
-                                        'response_status': l.status, 'parse_status': p.status,
-                                        'value': p.value}})) AS steps
-                FROM req
-                JOIN items i ON i.item_id = req.item_id
-                LEFT JOIN ledger l ON l.request_id = req.request_id
-                LEFT JOIN parses p ON p.response_id = l.response_id
-                GROUP BY req.trial_id
-            )
-            SELECT trial_id, item_id, model, sample_idx, gold, answer_type, n_steps,
-                   -- judge's input: the steps without their response ids
-                   list_transform(steps, lambda s: {{'response_status': s.response_status,
-                                                     'parse_status': s.parse_status, 'value': s.value}}) AS steps,
-                   -- json.dumps of the ids, as stored before (the same text for ASCII ids: uuid hex)
-                   '[' || array_to_string(list_transform(steps, lambda s: coalesce(to_json(s.response_id)::VARCHAR,
-                                                                                   'null')), ', ') || ']' AS response_ids
-            FROM gathered
-            """,
-            params=params,
-        ).to_arrow_table()
+        trials = _trials_with_steps(con, where, params)
         con.register("trials", trials)
-        versions = [(t, scorer_version(t)) for t in pc.unique(trials["answer_type"]).to_pylist()]
-        con.register("versions", _strings(versions, ("answer_type", "scorer_version")))
-        todo = con.sql(
-            """
-            SELECT t.*, v.scorer_version
-            FROM trials t JOIN versions v USING (answer_type)
-            WHERE NOT EXISTS (SELECT 1 FROM all_scores s WHERE s.trial_id = t.trial_id
-                              AND s.scorer_version = v.scorer_version AND s.response_ids = t.response_ids)
-            """
-        ).to_arrow_table()
+        todo = _unscored(con, trials)
         con.register("todo", todo)
-        verdicts = [
-            {"answer_type": answer_type, "gold": gold, "n_steps": n_steps, "steps": steps,
-             **judge(answer_type, gold, n_steps, steps)}
-            for answer_type, gold, n_steps, steps in con.sql(
-                "SELECT DISTINCT answer_type, gold, n_steps, steps FROM todo").fetchall()
-        ]
-        con.register("verdicts", pa.Table.from_pylist(
-            verdicts, schema=_VERDICT.set(_VERDICT.get_field_index("steps"), trials.schema.field("steps"))))
+        con.register("verdicts", _verdicts(con, trials.schema.field("steps")))
         out = con.sql(
             """
             SELECT t.trial_id, ? AS run_id, t.item_id, t.model, t.sample_idx, t.scorer_version,
@@ -201,6 +149,77 @@ def score_trials(lake: str, selection: Selection, run_id: str) -> StageStats:
         ).to_arrow_table()
     write_table(lake, "scores", _stamped(out))
     return StageStats(examined=trials.num_rows, written=out.num_rows)
+
+
+def _trials_with_steps(con: duckdb.DuckDBPyConnection, where: str, params: list[Any]) -> pa.Table:
+    """The selected trials, one row each: item, model, sample, gold, answer type, the number of
+    steps the trial must answer, its steps in order (:func:`judge`'s input) and its response ids."""
+    return con.sql(
+        f"""
+        WITH req AS (
+            SELECT rr.trial_id, rr.item_id, rr.model, rr.sample_idx, rr.step_index, rr.request_id
+            FROM run_requests rr JOIN items i ON i.item_id = rr.item_id
+            WHERE {where}
+            -- the latest request per trial and step among those selected (sql/macros/requests.sql)
+            QUALIFY request_recency(rr.trial_id, rr.step_index, rr.created_at) = 1
+        ),
+        -- one row per trial (its requests share its item, model and sample), its steps gathered
+        -- unordered and sorted by step index after: an ordered aggregate took twice as long
+        gathered AS (
+            SELECT req.trial_id, any_value(req.item_id) AS item_id, any_value(req.model) AS model,
+                   any_value(req.sample_idx) AS sample_idx, any_value(i.gold) AS gold,
+                   any_value(i.answer_type) AS answer_type,
+                   -- the steps a trial must answer: every step of a chain, else one
+                   CASE WHEN any_value(i.solver) = 'chain'
+                        THEN json_array_length(coalesce(any_value(i.steps), '[]')) ELSE 1 END::BIGINT AS n_steps,
+                   list_sort(list({{'step_index': req.step_index, 'response_id': l.response_id,
+                                    'response_status': l.status, 'parse_status': p.status,
+                                    'value': p.value}})) AS steps
+            FROM req
+            JOIN items i ON i.item_id = req.item_id
+            LEFT JOIN ledger l ON l.request_id = req.request_id
+            LEFT JOIN parses p ON p.response_id = l.response_id
+            GROUP BY req.trial_id
+        )
+        SELECT trial_id, item_id, model, sample_idx, gold, answer_type, n_steps,
+               -- judge's input: the steps without their response ids
+               list_transform(steps, lambda s: {{'response_status': s.response_status,
+                                                 'parse_status': s.parse_status, 'value': s.value}}) AS steps,
+               -- json.dumps of the ids, as stored before (the same text for ASCII ids: uuid hex)
+               '[' || array_to_string(list_transform(steps, lambda s: coalesce(to_json(s.response_id)::VARCHAR,
+                                                                               'null')), ', ') || ']' AS response_ids
+        FROM gathered
+        """,
+        params=params,
+    ).to_arrow_table()
+
+
+def _unscored(con: duckdb.DuckDBPyConnection, trials: pa.Table) -> pa.Table:
+    """The ``trials`` (registered under that name) without a score of their current scorer
+    version over the same responses, each with that version."""
+    versions = [(t, scorer_version(t)) for t in pc.unique(trials["answer_type"]).to_pylist()]
+    con.register("versions", _strings(versions, ("answer_type", "scorer_version")))
+    return con.sql(
+        """
+        SELECT t.*, v.scorer_version
+        FROM trials t JOIN versions v USING (answer_type)
+        WHERE NOT EXISTS (SELECT 1 FROM all_scores s WHERE s.trial_id = t.trial_id
+                          AND s.scorer_version = v.scorer_version AND s.response_ids = t.response_ids)
+        """
+    ).to_arrow_table()
+
+
+def _verdicts(con: duckdb.DuckDBPyConnection, steps_field: pa.Field) -> pa.Table:
+    """:func:`judge`'s verdict on each distinct (answer type, gold, n_steps, steps) of the
+    registered ``todo``, with those four; ``steps_field`` is the field DuckDB gives the steps, so
+    that the verdicts join back on them."""
+    verdicts = [
+        {"answer_type": answer_type, "gold": gold, "n_steps": n_steps, "steps": steps,
+         **judge(answer_type, gold, n_steps, steps)}
+        for answer_type, gold, n_steps, steps in con.sql(
+            "SELECT DISTINCT answer_type, gold, n_steps, steps FROM todo").fetchall()
+    ]
+    return pa.Table.from_pylist(verdicts, schema=_VERDICT.set(_VERDICT.get_field_index("steps"), steps_field))
 
 
 # What score_trials joins judge's verdicts on, then judge's verdict.

@@ -1,4 +1,4 @@
-"""Math answers (answer_type ``math``): extraction, a canonical form, matching rules 1 and 2, keys.
+"""Math answers (answer_type ``math``): extraction, matching rules 1 and 2, keys.
 
 Extraction (the first source found decides; a later source is never consulted when an earlier one
 exists but is unparsable, because that source is the model's declared answer):
@@ -11,27 +11,8 @@ exists but is unparsable, because that source is the model's declared answer):
 3. the last ``\\boxed{...}``;
 4. otherwise the last math-looking run of the whole text.
 
-A *math-looking run* is a maximal stretch of digits, ``.``, ``+ - * / ^``, parentheses, spaces,
-``√`` and ``π`` on one line, after LaTeX (``\\frac``, ``\\dfrac``, ``\\sqrt``, ``\\sqrt[n]``,
-``\\pi``, ``\\cdot``, ``\\times``, ``^\\circ``), the words ``sqrt`` and ``pi``, and degree signs
-have been normalized; it must contain a digit or π. Degree signs and LaTeX units
-(``\\text{cm}^2``) are dropped (answers are asked for in degrees, so ``90°`` is ``90``);
-``50%`` is ``50/100``; a span that is nothing but ``a:b``, both sides math-looking runs, is the
-ratio ``a/b`` (``Step 1: 5`` has a word on the left and stays ``5``). Numbers as people write
-them are read first (:mod:`tasks.scoring.parse.written`, new in version 3): ``1,250.5``,
-``3.162e0``, ``3.162 \\times 10^{0}``, the mixed numbers ``2\\frac{2}{3}`` and ``2 2/3``; the word
-``times`` between numbers is a product.
-
-Canonical value (``Parsed.value``):
-
-* a bare decimal (``4.47``, ``-0.50``, ``.5``) is kept as the decimal string as given, with
-  a leading ``0`` added and ``+`` and leading integer zeros dropped, trailing zeros kept: its
-  significant digits are what rule 1 needs;
-* anything else is the exact value: parsed with sympy (decimals inside a larger expression, such
-  as ``1.5π``, are read as exact rationals), ``sympy.simplify``-ed and printed with ``str``
-  (``2*sqrt(5)``, ``3/2``, ``8*pi``, ``90``). The generated golds use the same printer
-  (:func:`canonical_exact`). An exact canonical string never contains ``.``, so the two kinds are
-  told apart by their text alone. A gold is read the same way: ``3.162`` is a decimal gold.
+Math-looking runs and the canonical value (``Parsed.value``: a decimal string as given, else the
+exact value printed by sympy) are :mod:`tasks.scoring.parse.math_expression`'s.
 
 Matching (``VERSION = "2"``), for :func:`matches`; exact golds keep rule 1, decimal golds follow
 rule 2 (rule 2 is new in version 2; version 1 compared a decimal gold like any decimal, by equality):
@@ -75,11 +56,6 @@ decimal (``3/2``, ``1.5`` and ``1.50`` are all ``1.5``; ``12.0`` is ``12``); any
 exact canonical form (``sqrt(20)`` and ``2√5`` are ``2*sqrt(5)``). A decimal and an irrational
 value never share a key (``4.47`` is not ``2*sqrt(5)``): keys are an equivalence, and rounding is
 not one. Correct answers are compared by the gold instead (see ``sql/intermediate/family_trials.sql``).
-
-Safety: the text handed to sympy is capped at :data:`MAX_EXPR_CHARS` characters, may contain only
-digits, ``.``, ``+ - * / ^``, parentheses, spaces and the names ``sqrt`` and ``pi`` (so ``eval``
-inside ``parse_expr`` sees no other name, attribute or literal), and is first parsed unevaluated so
-that exponents can be bounded before anything is computed (``9^9^9`` is rejected, not evaluated).
 """
 
 from __future__ import annotations
@@ -90,64 +66,19 @@ from fractions import Fraction
 from functools import lru_cache
 
 import sympy
-from sympy.parsing.sympy_parser import (
-    auto_number,
-    convert_xor,
-    implicit_multiplication,
-    parse_expr,
-    rationalize,
-)
 
 from tasks.scoring.parse import Parsed
-from tasks.scoring.parse.written import drop_thousands_separators, expand_scientific, mixed_numbers
+from tasks.scoring.parse.math_expression import DECIMAL, canonical, canonical_exact, safe_sympify, span_value
 
 VERSION = "3"
 
-MAX_EXPR_CHARS = 200  # longer "answers" are prose or garbage, and cost sympy time
 MAX_TEXT_CHARS = 100_000  # only the tail of a longer response is read (answers come last)
-MAX_EXPONENT = 12  # |numerator| and denominator of any exponent
-MAX_POWER_PRODUCT = 64  # product of exponents along nested powers: bounds the size of integers
 MIN_SIG_DIGITS = 3  # rules 1 and 2: fewer significant digits match only an equal value
-MAX_RUNS = 50  # runs tried per span: garbage with thousands of failing runs stays cheap
-
-_TRANSFORMS = (auto_number, rationalize, convert_xor, implicit_multiplication)
-_GLOBALS = {
-    "Integer": sympy.Integer,
-    "Float": sympy.Float,
-    "Rational": sympy.Rational,
-    "Add": sympy.Add,
-    "Mul": sympy.Mul,
-    "Pow": sympy.Pow,
-}
-_LOCALS = {"sqrt": sympy.sqrt, "pi": sympy.pi}
-
-_SAFE_EXPR = re.compile(r"^(?:sqrt|pi|[0-9.+\-*/^() ])+$")
-_DECIMAL = re.compile(r"^([+-]?)(\d*)\.(\d+)$")
-_RUN = re.compile(r"[0-9.√π+\-*/^() \t]+")
-_RATIO_SIDE = r"[0-9.√π+\-*/^() \t]*?[0-9π][0-9.√π+\-*/^() \t]*?"
-_RATIO = re.compile(rf"^\s*({_RATIO_SIDE})\s*:\s*({_RATIO_SIDE})\s*$")
 
 _JSON_FIELD = re.compile(
     r"""["']numeric_answer["']\s*:\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^,}\n]*)"""
 )
 _ANSWER_LINE = re.compile(r"(?i)\banswer\b[*_ \t]*(?:is[ \t]*)?[:：][*_ \t]*([^\n]*)")
-
-_LATEX_SUBS: tuple[tuple[str, str], ...] = (
-    (r"\\left|\\right|\\displaystyle|\\,|\\;|\\!|\\quad|\$", " "),
-    (r"\\frac\s*(\d)\s*(\d)", r"((\1)/(\2))"),  # \frac12
-    (r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|°|º", ""),
-    (r"\\cdot|\\times|[×·⋅∙]", "*"),
-    (r"[−–—]", "-"),
-    (r"÷", "/"),
-    (r"\\pi\b|π", " π "),
-    (r"\\sqrt\s*(\d+)", r"√\1"),
-)
-_INNER_GROUPS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\\boxed\s*\{([^{}]*)\}"), r"\1"),
-    (re.compile(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}"), r"((\1)/(\2))"),
-    (re.compile(r"\\sqrt\s*\[([^\[\]{}]*)\]\s*\{([^{}]*)\}"), r"((\2)^(1/(\1)))"),
-    (re.compile(r"\\sqrt\s*\{([^{}]*)\}"), r"√(\1)"),
-)
 
 
 @dataclass(frozen=True)
@@ -167,7 +98,7 @@ class _Value:
 def parse(text: str) -> Parsed:
     """Extract the answer of a response and return its canonical value (see the module docstring)."""
     span, in_prose = _answer_span(text[-MAX_TEXT_CHARS:])
-    found = _span_value(span, last=in_prose)
+    found = span_value(span, last=in_prose)
     if found is None:
         return Parsed.unparsable(span.strip())
     value, run = found
@@ -197,17 +128,6 @@ def answer_key(value: str | None) -> str | None:
     if _terminates(read.expr):
         return _decimal_text(read.expr)
     return canonical_exact(read.expr)
-
-
-def canonical_exact(expr: sympy.Expr) -> str:
-    """The canonical string of an exact value: ``str(sympy.simplify(expr))`` (golds use this too)."""
-    return str(sympy.simplify(expr))
-
-
-def canonical(text: str) -> str | None:
-    """The canonical value of a bare expression (no extraction), or None when it does not parse."""
-    found = _span_value(text, last=True)
-    return found[0] if found else None
 
 
 # --- extraction ------------------------------------------------------------------------------
@@ -257,124 +177,6 @@ def _last_boxed(text: str) -> str | None:
             return text[brace + 1 : i]
     return None
 
-
-def _span_value(span: str, last: bool) -> tuple[str, str] | None:
-    """(canonical value, run) of the first parsable run of the span, or of the last when ``last``.
-
-    Free prose (``last``) ends with the answer; a declared answer starts with it (``2√5 ≈ 4.47``).
-    """
-    norm = _normalize(span)
-    # a ratio is short; the length guard also keeps the regex from backtracking over long prose
-    ratio = _RATIO.match(norm) if ":" in norm and len(norm) <= MAX_EXPR_CHARS else None
-    if ratio:
-        norm = f"({ratio.group(1)})/({ratio.group(2)})"
-    runs = [r for r in (_trim(m.group(0)) for m in _RUN.finditer(norm)) if r]
-    if last:
-        runs.reverse()
-    for run in runs[:MAX_RUNS]:
-        value = _canonical_run(run)
-        if value is not None:
-            return value, run
-    return None
-
-
-def _normalize(text: str) -> str:
-    """LaTeX, Unicode operators, degree signs, the words sqrt and pi → the run alphabet."""
-    # numbers as people write them first: the LaTeX rewrites below would split 2\frac{2}{3}
-    text = mixed_numbers(expand_scientific(drop_thousands_separators(text)))
-    text = re.sub(r"\\[dt]frac", r"\\frac", text)
-    text = re.sub(r"(?<=[\d)π])\s+times\s+(?=[\d(√π\\])", " * ", text)  # "2 times 2/3" is a product
-    # units (with their exponent: cm^2 is not a square), before groups are unwrapped
-    text = re.sub(r"\\(?:text|mathrm)\s*\{[^{}]*\}(?:\s*\^\s*\{?\s*\d\s*\}?)?", " ", text)
-    for _ in range(20):  # innermost groups first; nesting deeper than this is not an answer
-        new = text
-        for pattern, repl in _INNER_GROUPS:
-            new = pattern.sub(repl, new)
-        if new == text:
-            break
-        text = new
-    for pattern, repl in _LATEX_SUBS:
-        text = re.sub(pattern, repl, text)
-    text = re.sub(r"(?<![A-Za-z])sqrt(?![A-Za-z])", "√", text)
-    text = re.sub(r"(?<![A-Za-z])pi(?![A-Za-z])", "π", text)
-    text = re.sub(r"(\d)\s*%", r"\1/100", text)
-    text = text.replace("**", "^").replace("{", "(").replace("}", ")")
-    return text
-
-
-def _trim(run: str) -> str:
-    """A run without surrounding spaces, a sentence's final dot, dangling operators or parens."""
-    run = run.strip()
-    while True:
-        before = run
-        run = run.strip().rstrip(".+-*/^").lstrip("+*/^").strip()
-        if run.count("(") > run.count(")") and run.startswith("("):
-            run = run[1:]
-        if run.count(")") > run.count("(") and run.endswith(")"):
-            run = run[:-1]
-        if run == before:
-            break
-    return run if re.search(r"[0-9π]", run) else ""
-
-
-@lru_cache(maxsize=65536)
-def _canonical_run(run: str) -> str | None:
-    """The canonical value of one run, or None when it is not a finite real number."""
-    expr_text = re.sub(r"√\s*(\d+(?:\.\d+)?|π)", r"sqrt(\1)", run)
-    expr_text = expr_text.replace("√", "sqrt").replace("π", " pi ")
-    expr_text = re.sub(r"\s+", " ", expr_text).strip()
-    compact = expr_text.replace(" ", "")
-    decimal = _DECIMAL.match(compact)
-    if decimal:
-        sign, whole, frac = decimal.groups()
-        return f"{'-' if sign == '-' else ''}{int(whole or '0')}.{frac}"
-    expr = _safe_sympify(expr_text)
-    return canonical_exact(expr) if expr is not None else None
-
-
-# --- safe evaluation -------------------------------------------------------------------------
-
-
-def _safe_sympify(expr_text: str) -> sympy.Expr | None:
-    """Parse a whitelisted expression with sympy, bounding exponents before evaluating anything."""
-    if len(expr_text) > MAX_EXPR_CHARS or not _SAFE_EXPR.match(expr_text):
-        return None
-    try:
-        unevaluated = parse_expr(
-            expr_text, local_dict=dict(_LOCALS), global_dict=dict(_GLOBALS),
-            transformations=_TRANSFORMS, evaluate=False,
-        )
-        if not _bounded(unevaluated, 1):
-            return None
-        expr = parse_expr(
-            expr_text, local_dict=dict(_LOCALS), global_dict=dict(_GLOBALS),
-            transformations=_TRANSFORMS,
-        )
-    except Exception:  # sympy raises many types (SyntaxError, TokenError, TypeError, ...)
-        return None
-    if not isinstance(expr, sympy.Expr) or expr.free_symbols or not expr.is_number:
-        return None
-    if expr.has(sympy.zoo, sympy.oo, -sympy.oo, sympy.nan) or expr.is_real is not True:
-        return None
-    return expr
-
-
-def _bounded(expr: sympy.Basic, product: int) -> bool:
-    """Whether every exponent is a small rational and nested powers stay small (no 9^9^9)."""
-    if isinstance(expr, sympy.Pow):
-        base, exp = expr.args
-        if exp.free_symbols or not _bounded(exp, 1):
-            return False
-        exp_value = exp.doit()
-        if not exp_value.is_Rational:
-            return False
-        p, q = abs(int(exp_value.p)), int(exp_value.q)
-        if p > MAX_EXPONENT or q > MAX_EXPONENT or product * max(p, 1) > MAX_POWER_PRODUCT:
-            return False
-        return _bounded(base, product * max(p, 1))
-    return all(_bounded(arg, product) for arg in expr.args)
-
-
 # --- comparison ------------------------------------------------------------------------------
 
 
@@ -384,7 +186,7 @@ def _read_canonical(value: str) -> _Value | None:
     if value is None:
         return None
     text = value.strip()
-    decimal = _DECIMAL.match(text)
+    decimal = DECIMAL.match(text)
     if decimal:
         _, whole, frac = decimal.groups()
         digits = (whole + frac).lstrip("0")
@@ -392,9 +194,9 @@ def _read_canonical(value: str) -> _Value | None:
     canon = canonical(text)
     if canon is None:
         return None
-    if _DECIMAL.match(canon):
+    if DECIMAL.match(canon):
         return _read_canonical(canon)
-    expr = _safe_sympify(canon)
+    expr = safe_sympify(canon)
     return _Value(expr, False) if expr is not None else None
 
 

@@ -38,8 +38,8 @@ Smoke slice (``TaskSpec.smoke``): the category's first template, one family, ``d
 three items per category, one per representation.
 
 Gold: computed with sympy from the configuration and stored as
-:func:`tasks.scoring.parse.math.canonical_exact` (``str(sympy.simplify(x))``: ``2*sqrt(5)``, ``3/2``,
-``8*pi``; angles as whole degrees, ``60``).
+:func:`tasks.scoring.parse.math_expression.canonical_exact` (``str(sympy.simplify(x))``:
+``2*sqrt(5)``, ``3/2``, ``8*pi``; angles as whole degrees, ``60``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from typing import Any
 import sympy
 
 from tasks.records import Item, canonical_json
-from tasks.scoring.parse.math import canonical_exact
+from tasks.scoring.parse.math_expression import canonical_exact
 from tasks.suites.base import (
     GeneratorError,
     TaskSpec,

@@ -14,9 +14,10 @@ Choices the paper leaves open:
   ``length/distance``, ``volume``, ``area/volume``, ``direction``, ``angle/direction``,
   ``proportion``, ``ratio/proportion``), any case; it is stored as ``length``, ``area``,
   ``angle`` or ``ratio``;
-* ``answer`` is parsed by :func:`tasks.scoring.parse.math.canonical` (so ``3/2``, ``2√5``, ``\\frac{3}{2}``,
-  ``8π``, ``90°`` and decimals such as ``4.47`` all work); the gold is its canonical value, and a
-  decimal gold keeps its digits (matching rule 1 treats it like any decimal);
+* ``answer`` is parsed by :func:`tasks.scoring.parse.math_expression.canonical` (so ``3/2``,
+  ``2√5``, ``\\frac{3}{2}``, ``8π``, ``90°`` and decimals such as ``4.47`` all work); the gold is
+  its canonical value, and a decimal gold keeps its digits (matching rule 1 treats it like any
+  decimal);
 * ``family_id`` hashes the whole row (id, category, the three texts, the canonical answer), so
   a corrected row is a new family, and the same row in two files is the same family;
 * ``key_entities`` is the number of numeric literals in the ``euclid`` text (the given
@@ -40,7 +41,7 @@ from typing import Any, Sequence
 
 from tasks.columns import ColumnError, match_columns
 from tasks.records import Item
-from tasks.scoring.parse.math import canonical
+from tasks.scoring.parse.math_expression import canonical
 from tasks.suites.base import TaskSpec, bins_from_edges, family_id, find_bin
 from tasks.suites.geometry import DEFAULTS, SUITE
 from tasks.suites.geometry.common import REPRESENTATIONS
