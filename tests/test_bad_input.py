@@ -8,6 +8,7 @@ the problem, and that no file under the warehouse changed (a flow would have add
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,9 @@ CASES = [
     ("resp-json-array", "import-responses {d}/array.jsonl --model m -c {cfg}", "expected a JSON object, got list"),
     ("resp-two-golds", "import-responses {d}/two_golds.csv --model m -c {cfg}", "both give the gold"),
     ("resp-conflict", "import-responses {d}/conflict.csv --model m -c {cfg}", "different gold, bin or key_entities"),
+    # import-responses of another tool's files whose samples match no stored item
+    ("resp-lm-eval-unmapped", "import-responses {d}/lm_eval --format lm-eval -c {cfg}", "maps to a stored item"),
+    ("resp-inspect-unmapped", "import-responses {d}/inspect --format inspect -c {cfg}", "maps to a stored item"),
     ("resp-null-prompt", "import-responses {d}/null.jsonl --model m -c {cfg}", "column 'prompt': missing value"),
     ("resp-bad-parquet", "import-responses {d}/broken.parquet --model m -c {cfg}", "not a readable Parquet file"),
     ("resp-blank-model", "import-responses {d}/responses.csv --model ' ' -c {cfg}", "--model: a model name is needed"),
@@ -108,6 +112,8 @@ def write_files(d: Path, wh: Path) -> Path:
     }
     for name, text in texts.items():
         (d / name).write_text(text, encoding="utf-8")
+    for tool in ("lm_eval", "inspect"):  # real files of those tools, made from items this lake lacks
+        shutil.copytree(Path(__file__).parent / "fixtures" / tool, d / tool)
     (d / "latin1.csv").write_bytes("prompt,target,prediction\nQuelle ann\u00e9e ?,5,5\n".encode("latin-1"))
     base = {"warehouse": {"path": str(wh)}, "sweep": {"models": ["m"], "report": False},
             'models."m"': {"model": "openai/m", "api_base": "http://127.0.0.1:9/v1"},

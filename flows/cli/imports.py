@@ -50,11 +50,14 @@ def _import_foreign(source: Path, fmt: str, mapping: Optional[Path], config: Opt
     from flows.imports import import_foreign
     from flows.sweep import headline
     from tasks.imports import ImportRejected
+    from tasks.interop import plan_foreign
 
-    try:
-        result = import_foreign(str(source), fmt, str(mapping) if mapping else None, str(config) if config else None)
+    try:  # checked here, before the flow starts Prefect, as a table import is
+        plan_foreign(source, fmt, cfg.lake_path, mapping)
     except ImportRejected as exc:
         fail(str(exc))
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    result = import_foreign(str(source), fmt, str(mapping) if mapping else None, str(config) if config else None)
     for summary in result["runs"]:
         print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(cfg.lake_path, summary["run_id"])],
                    title=f"run {summary['run_id']}, {summary['model']}: accuracy per task and bin")
