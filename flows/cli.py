@@ -242,7 +242,7 @@ def parse_date(option: str, value: str | None) -> dt.date | None:
 
 def lake_exists(lake: str) -> bool:
     """Whether anything was ever stored in ``lake`` (an object-store lake is assumed to exist)."""
-    from tasks.lake.store import is_url, lake_root
+    from tasks.lake.filesystem import is_url, lake_root
 
     return is_url(lake) or Path(lake_root(lake)).is_dir()
 
@@ -251,7 +251,7 @@ def check_stored(lake: str, option: str, values: list[str]) -> None:
     """Raise ConfigError naming the ``values`` of ``option`` the lake holds nothing of, before any
     flow starts. ``option`` is ``sweep.datasets``, ``--run``, ``--model`` or ``--suite``."""
     from flows.stages import check_datasets
-    from tasks.lake.store import read
+    from tasks.lake.views import read
 
     if not values:
         return
@@ -500,7 +500,9 @@ def sql(
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
-    from tasks.lake.store import open_catalog, query, read_only
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.tables import read_only
+    from tasks.lake.views import query
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
@@ -546,7 +548,8 @@ def shell(config: Optional[Path] = ConfigOpt) -> None:
     import duckdb
 
     from tasks.lake.engine import s3_shell_sql, shell_command
-    from tasks.lake.store import is_url, open_catalog
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.filesystem import is_url
 
     cfg = _load(config, suites=False)
     with tempfile.TemporaryDirectory() as tmp:
@@ -576,7 +579,7 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, min=1
     Tokens and cost (USD) are what the run paid for (answers from the ledger cost nothing), in
     total and per model; a cost is empty when no response of the run has a price.
     """
-    from tasks.lake.store import read_only
+    from tasks.lake.tables import read_only
     from tasks.runs.lifecycle import list_runs
 
     if fmt not in ("table", "csv", "json"):

@@ -77,9 +77,9 @@ from typing import Any
 from tasks.columns import ColumnError, match_columns
 from tasks.items.generate import dataset_id, item_row
 from tasks.items.validate import ValidationFailed, validate_items
-from tasks.lake.store import now_utc, write_memberships, write_new_items, write_rows
+from tasks.lake.writes import write_memberships, write_new_items, write_rows
 from tasks.models.call import lookup_ledger, request_row, trial_id
-from tasks.records import Item, Request, Response, Route, canonical_json
+from tasks.records import Item, Request, Response, Route, canonical_json, now_utc
 from tasks.scoring.score import parse_responses, score_trials
 from tasks.scoring.selection import Selection
 from tasks.suites import SUITES, suite_tasks

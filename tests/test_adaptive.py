@@ -10,7 +10,7 @@ import pytest
 from fakes import FakeProvider, FakeServer
 from tasks.config import ModelConfig
 from tasks.items.generate import generate_task, item_row
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.models.stream import run_calls
 from tasks.models.routes import RateLimiter
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.models.cost import BudgetExceeded
 
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from tasks.imports import ImportPlan, ImportRejected
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.models.call import trial_id
 from tasks.records import Request, Route
 
