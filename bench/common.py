@@ -1,7 +1,7 @@
 """What every figure of the harness shares: scales, timed child processes, configurations, results.
 
 The pipeline is only used through its public entry points (the CLI, ``flows.sweep.sweep``,
-``flows.rescore``, ``tasks.lake.store``, ``tasks.report.html.build_report``), each in a child process so
+``flows.rescore``, ``tasks.lake.writes``, ``tasks.report.html.build_report``), each in a child process so
 that start-up, imports and peak memory are measured the way a user meets them.
 """
 

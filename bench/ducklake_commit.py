@@ -18,7 +18,8 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.lake.ducklake import Lake, commit  # noqa: E402
-from tasks.lake.store import SCHEMAS, write_rows  # noqa: E402
+from tasks.lake.schemas import SCHEMAS  # noqa: E402
+from tasks.lake.writes import write_rows  # noqa: E402
 
 
 def chunk(k: int, n: int = 1000) -> pa.Table:

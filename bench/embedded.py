@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from tasks.environment import apply_defaults  # noqa: E402
 
 apply_defaults()  # offline environment defaults before litellm or Prefect load
-from tasks.lake.store import now_utc  # noqa: E402
+from tasks.records import now_utc  # noqa: E402
 
 PROMPTS = [
     "What is 1+1+1+1+1+1+1? Give the final answer as 'Answer: <number>'.",

@@ -27,8 +27,9 @@ from tasks.environment import apply_defaults  # noqa: E402
 
 apply_defaults()  # offline environment defaults before litellm or Prefect load
 from tasks.items.features import surface_features  # noqa: E402
-from tasks.lake.store import now_utc, write_rows  # noqa: E402
+from tasks.lake.writes import write_rows  # noqa: E402
 from tasks.models.call import lookup_ledger  # noqa: E402
+from tasks.records import now_utc  # noqa: E402
 from tasks.scoring.parse import parse  # noqa: E402
 from tasks.suites import SUITES, suite_tasks  # noqa: E402
 

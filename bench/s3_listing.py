@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tasks.lake.store import SCHEMAS  # noqa: E402
+from tasks.lake.schemas import SCHEMAS  # noqa: E402
 
 TOTAL = int(os.environ.get("S3_BENCH_FILES", 100_000))
 RESPONSES = TOTAL // 4

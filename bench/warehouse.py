@@ -3,7 +3,7 @@
     python bench/warehouse.py --rows 1000000 --out bench/work/wh-1m
 
 writes ``<out>/lake/<table>/day=YYYY-MM-DD/part-*.parquet`` for items, runs, requests, responses,
-parses and scores — the lake layout and the column types of ``tasks.lake.store.SCHEMAS`` (checked for
+parses and scores — the lake layout and the column types of ``tasks.lake.schemas.SCHEMAS`` (checked for
 every file) — and ``<out>/bench.toml``, a configuration naming that warehouse. ``--rows`` is the
 number of scored responses (one request, response, parse and score per trial).
 
@@ -187,7 +187,7 @@ def trial_selects(model: int) -> dict[str, dict[str, str]]:
 
 
 def _select(table: str, exprs: dict[str, str]) -> str:
-    from tasks.lake.store import SCHEMAS
+    from tasks.lake.schemas import SCHEMAS
 
     cols = []
     for field in SCHEMAS[table]:
@@ -200,7 +200,7 @@ def _copy(con, sql: str, params: list, folder: Path, table: str) -> Path:
     """COPY one query to a new part file of ``folder`` (atomically) and check its schema."""
     import pyarrow.parquet as pq
 
-    from tasks.lake.store import SCHEMAS
+    from tasks.lake.schemas import SCHEMAS
 
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".tmp-{uuid.uuid4().hex}"
@@ -209,7 +209,7 @@ def _copy(con, sql: str, params: list, folder: Path, table: str) -> Path:
     got = [(f.name, f.type) for f in pq.read_schema(tmp)]
     want = [(f.name, f.type) for f in SCHEMAS[table]]
     if got != want:
-        raise RuntimeError(f"{table}: written schema differs from tasks.lake.store.SCHEMAS:\n{got}\nexpected\n{want}")
+        raise RuntimeError(f"{table}: written schema differs from tasks.lake.schemas.SCHEMAS:\n{got}\nexpected\n{want}")
     target = folder / f"part-bench-{uuid.uuid4().hex[:12]}.parquet"
     os.replace(tmp, target)
     return target
@@ -219,7 +219,9 @@ def build(out: Path, rows: int, rows_per_file: int = 1_000_000) -> dict:
     """Write the warehouse at ``out``; returns what was written."""
     import duckdb
 
-    from tasks.lake.store import ensure_lake, now_utc, write_rows
+    from tasks.lake.tables import ensure_lake
+    from tasks.lake.writes import write_rows
+    from tasks.records import now_utc
 
     started = time.perf_counter()
     lake = out / "lake"

@@ -36,7 +36,7 @@ from flows.stages import run_unit
 from tasks.config import ConfigError, load_config
 from tasks.environment import apply_defaults
 from tasks.lake.compact import compact_written
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.models import embedded
 from tasks.models.call import CallStats
 from tasks.runs import stopping

@@ -16,7 +16,7 @@ from tasks.config import Config
 from tasks.interop.inspect import export_inspect
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import dedupe, validate_items
-from tasks.lake.store import write_new_items
+from tasks.lake.writes import write_new_items
 
 EXPORTERS = {"inspect": export_inspect}
 

@@ -24,7 +24,7 @@ from tasks.imports import plan_import
 from tasks.interop import plan_foreign
 from tasks.items.generate import family_rows
 from tasks.items.validate import validate_items
-from tasks.lake.store import write_memberships, write_new_items
+from tasks.lake.writes import write_memberships, write_new_items
 from tasks.records import canonical_json
 from tasks.runs import lifecycle
 

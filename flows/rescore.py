@@ -17,7 +17,7 @@ from prefect.cache_policies import NONE
 
 from tasks.config import load_config
 from tasks.environment import apply_defaults
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.records import canonical_json
 from tasks.runs import lifecycle
 from tasks.scoring.score import StageStats, parse_responses, score_trials

@@ -31,7 +31,8 @@ from tasks.config import Config, ConfigError
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import validate_items
 from tasks.lake.compact import compact_written
-from tasks.lake.store import read, write_new_items
+from tasks.lake.views import read
+from tasks.lake.writes import write_new_items
 from tasks.models.call import CallStats, step_plan
 from tasks.models.cost import Budget, BudgetExceeded
 from tasks.models.stream import Batches, ModelStream, run_calls, run_streams

@@ -33,7 +33,8 @@ from flows.stages import (
 from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
 from tasks.items.validate import dedupe
-from tasks.lake.store import ensure_lake, read
+from tasks.lake.tables import ensure_lake
+from tasks.lake.views import read
 from tasks.models import embedded
 from tasks.models.call import CallStats
 from tasks.models.cost import BudgetExceeded

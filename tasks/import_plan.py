@@ -12,9 +12,9 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tasks.lake.store import now_utc, write_memberships, write_new_items, write_rows
+from tasks.lake.writes import write_memberships, write_new_items, write_rows
 from tasks.models.call import lookup_ledger, request_row
-from tasks.records import Request, Response, canonical_json
+from tasks.records import Request, Response, canonical_json, now_utc
 from tasks.scoring.score import parse_responses, score_trials
 from tasks.scoring.selection import Selection
 

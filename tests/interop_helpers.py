@@ -84,7 +84,7 @@ def exported(tmp_path: Path, sections: dict | None = None) -> Path:
 
 def lake(tmp_path: Path, sql: str, params: list | None = None, warehouse: str = "ware house") -> list[dict]:
     """Rows of a query over the lake of the warehouse under ``tmp_path``."""
-    from tasks.lake.store import connect, query
+    from tasks.lake.views import connect, query
 
     con = connect(str(tmp_path / warehouse / "lake"))
     try:

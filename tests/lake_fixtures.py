@@ -1,5 +1,5 @@
 """Hand-built lakes for the analytics tests: items, requests, responses, parses and scores written
-with the real ``tasks.lake.store.write_rows``, so every expected count in a test is known by hand.
+with the real ``tasks.lake.writes.write_rows``, so every expected count in a test is known by hand.
 
 ``LakeBuilder.trial`` records one scored trial (request, ok response, parse, score) in one call;
 ``LakeBuilder.answered`` records a request and its response only, for the re-scoring tests.
@@ -13,9 +13,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import tasks.analysis.stats  # noqa: F401  - registers the stats tables until tasks.lake.store lists them
-from tasks.lake.store import connect, now_utc, query, write_rows
-from tasks.records import content_hash
+import tasks.analysis.stats  # noqa: F401  - registers the stats tables until tasks.lake.schemas lists them
+from tasks.lake.views import connect, query
+from tasks.lake.writes import write_rows
+from tasks.records import content_hash, now_utc
 
 RUN = "run-fixture"
 

@@ -9,10 +9,10 @@ import pytest
 
 from fakes import FakeProvider, FakeServer
 from tasks.items.generate import generate_task, item_row
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.models.config import ModelConfig
-from tasks.models.stream import run_calls
 from tasks.models.routes import RateLimiter
+from tasks.models.stream import run_calls
 
 LIMIT = 8
 

@@ -12,7 +12,7 @@ import re
 from conftest import TEST_CLAIM_SETTLE_S, write_config
 from fakes import FakeProvider, FakeServer, last_user
 from flows.sweep import sweep
-from tasks.lake.store import connect, query
+from tasks.lake.views import connect, query
 
 
 def scripted(wrong_segment_length: int | None):

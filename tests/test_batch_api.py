@@ -15,7 +15,7 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 from conftest import REPO, fake_model_config, process_env
 from fake_batches import FakeBatches, FakeBatchServer
 from flows.sweep import sweep
-from tasks.lake.store import read
+from tasks.lake.views import read
 
 BATCH = {"model": "openai/gpt-4o-mini", "batch": True, "batch_poll_s": 0.2}
 

@@ -15,8 +15,10 @@ import pytest
 from conftest import REPO, fake_model_config, process_env
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.lake.store import now_utc, read, write_rows
+from tasks.lake.views import read
+from tasks.lake.writes import write_rows
 from tasks.models.claims import Claims
+from tasks.records import now_utc
 
 
 def lake_query(tmp_path, sql, params=None):

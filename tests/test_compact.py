@@ -13,14 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.lake import compact
-from tasks.lake.store import (
-    REPLACES_KEY,
-    SCHEMAS,
-    ensure_lake,
-    read,
-    take_written,
-    write_rows,
-)
+from tasks.lake.schemas import REPLACES_KEY, SCHEMAS
+from tasks.lake.tables import ensure_lake
+from tasks.lake.views import read
+from tasks.lake.writes import take_written, write_rows
 from tasks.records import now_utc
 from tasks.runs import lifecycle
 from conftest import run_cli, write_config

@@ -10,7 +10,7 @@ from conftest import fake_model_config, run_cli
 from fakes import FakeServer
 from flows.sweep import sweep
 from tasks.config import ConfigError, load_config
-from tasks.lake.store import connect, read
+from tasks.lake.views import connect, read
 from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, _Cap, response_cost
 from tasks.models.pricing import price
@@ -103,7 +103,8 @@ def test_old_lake_files_without_cost_still_read(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tasks.lake.store import SCHEMAS, ensure_lake
+    from tasks.lake.schemas import SCHEMAS
+    from tasks.lake.tables import ensure_lake
 
     lake = tmp_path / "lake"
     old = pa.schema([f for f in SCHEMAS["responses"] if f.name != "cost_usd"])

@@ -26,7 +26,9 @@ from conftest import REPO, TEST_CLAIM_SETTLE_S, run_cli, write_config
 from fakes import FakeServer
 from flows.cli import app
 from flows.sweep import sweep
-from tasks.lake.store import ensure_lake, read, write_rows
+from tasks.lake.tables import ensure_lake
+from tasks.lake.views import read
+from tasks.lake.writes import write_rows
 from tasks.models import embedded
 from tasks.runs import lifecycle
 

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 from conftest import REPO
-from tasks.lake.store import _DEFINED, SCHEMAS, SQL_LAYERS, sql_code
+from tasks.lake.schemas import SCHEMAS
+from tasks.lake.sql import SQL_LAYERS, _DEFINED, sql_code
 
 PAGES = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
 LINK = re.compile(r"\]\(([^)\s]+)\)")

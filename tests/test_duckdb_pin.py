@@ -24,7 +24,8 @@ import s3_server
 from conftest import REPO, write_config
 from lake_fixtures import LakeBuilder
 from tasks.lake import engine
-from tasks.lake.store import open_catalog, query
+from tasks.lake.catalog import open_catalog
+from tasks.lake.views import query
 
 FIXTURE = Path(__file__).parent / "fixtures" / "old_warehouse"
 SHELL = Path(sys.executable).parent / "duckdb"  # what `make install` puts in .venv/bin

@@ -11,14 +11,15 @@ import sys
 
 from conftest import REPO
 from tasks.lake.ducklake import Lake, commit, compact, create_views, import_parquet_lake, snapshot
-from tasks.lake.store import SCHEMAS, query
+from tasks.lake.schemas import SCHEMAS
+from tasks.lake.views import query
 from test_duckdb_pin import FIXTURE, assert_same_marts
 
 WRITER = """
 import sys, datetime as dt, pyarrow as pa
 from pathlib import Path
 from tasks.lake.ducklake import Lake, commit, compact
-from tasks.lake.store import SCHEMAS
+from tasks.lake.schemas import SCHEMAS
 lake, who, n = Lake.local(Path(sys.argv[1])), sys.argv[2], int(sys.argv[3])
 con = lake.connect()
 for i in range(n):

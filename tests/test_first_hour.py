@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from conftest import write_config
 from flows.cli import app
 from flows.stages import load_datasets
-from tasks.lake.store import read, write_rows
+from tasks.lake.views import read
+from tasks.lake.writes import write_rows
 
 FAMILIES = [
     ("p1", "length", "In triangle ABC, AB = 3, BC = 4 and angle ABC = 90°. Find AC.",

@@ -12,7 +12,8 @@ from conftest import REPO, run_cli
 from tasks.config import ConfigError, load_config
 from tasks.items.features import surface_features
 from tasks.items.generate import generate_task
-from tasks.lake.store import connect, query, write_rows
+from tasks.lake.views import connect, query
+from tasks.lake.writes import write_rows
 from tasks.models.call import StepUnavailable, fill_template
 from tasks.records import Request, Route
 from tasks.scoring.parse.numeric import matches, parse

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import TEST_CLAIM_SETTLE_S, run_cli, write_config
 from fakes import FakeProvider, FakeServer, last_user
-from tasks.lake.store import connect, query
+from tasks.lake.views import connect, query
 
 SHARED = "In triangle ABC, AB = 2, BC = 4 and angle ABC is a right angle. Find the length AC."
 

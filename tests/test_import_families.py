@@ -7,7 +7,7 @@ import re
 from conftest import TEST_CLAIM_SETTLE_S, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.lake.store import connect, query
+from tasks.lake.views import connect, query
 
 CSV = """id,category,euclid,coord,vector,answer
 p1,length,"In triangle ABC, AB = 3, BC = 4 and angle ABC = 90°. Find AC.","A = (0, 0), B = (3, 0), C = (3, 4). Find |AC|.","Vectors a = (3, 0) and b = (0, 4). Find |a + b|.",5

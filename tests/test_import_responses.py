@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from conftest import lake_files, write_config
 from flows.cli import app
 from tasks.imports import Record, answer_types
-from tasks.lake.store import connect, query
+from tasks.lake.views import connect, query
 
 # One row per response: (task, prompt, target, prediction, extra columns) → expected score status.
 ROWS = [

@@ -14,7 +14,7 @@ from fakes import FakeProvider, FakeServer
 from flows.imports import import_families, import_responses
 from flows.rescore import rescore
 from flows.sweep import sweep
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.runs.lifecycle import new_run_id
 
 RUN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")

@@ -15,14 +15,8 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from lake_fixtures import LakeBuilder, status_of
-from tasks.lake.store import (
-    SQL_LAYERS,
-    connect,
-    query,
-    sql_code,
-    sql_defines,
-    sql_files,
-)
+from tasks.lake.sql import SQL_LAYERS, sql_code, sql_defines, sql_files
+from tasks.lake.views import connect, query
 
 GEO = ["euclid", "coord", "vector"]
 

@@ -31,20 +31,14 @@ from conftest import (
     write_config,
 )
 from fakes import FakeProvider, FakeServer
-from tasks.config import ConfigError, load_config
-from tasks.lake import store
+from tasks.config import ConfigError, LakeError, load_config
+from tasks.lake import filesystem
 from tasks.lake.compact import compact_files
-from tasks.lake.store import (
-    SCHEMAS,
-    LakeError,
-    connect,
-    ensure_lake,
-    lake_root,
-    query,
-    read,
-    take_written,
-    write_rows,
-)
+from tasks.lake.filesystem import lake_root
+from tasks.lake.schemas import SCHEMAS
+from tasks.lake.tables import ensure_lake
+from tasks.lake.views import connect, query, read
+from tasks.lake.writes import take_written, write_rows
 from tasks.records import now_utc
 
 # The tests of the bucket are slow (the moto server, sweeps writing through it); the others are not.
@@ -186,7 +180,7 @@ def test_sigkill_mid_sweep_then_resume_sends_only_what_was_not_stored(s3, tmp_pa
 
 _SLOW_WRITER = """
 import os, sys
-from tasks.lake.store import write_rows
+from tasks.lake.writes import write_rows
 # About 48 MB of incompressible text: several parts of a multipart upload.
 rows = [{"response_id": f"big-{i}", "status": "ok", "text": os.urandom(24_000).hex()} for i in range(1000)]
 print("writing", flush=True)
@@ -231,7 +225,7 @@ def test_a_writer_killed_mid_upload_leaves_nothing_a_reader_sees(s3, tmp_path):
 @pytest.mark.slow
 def test_a_query_that_finds_a_file_compacted_away_runs_again_on_a_new_listing(s3, monkeypatch):
     # No file kept in memory: a file the connection listed is read from the bucket when a query needs it.
-    monkeypatch.setattr(store, "_BLOBS_MAX", 0)
+    monkeypatch.setattr(filesystem, "_BLOBS_MAX", 0)
     lake = s3.lake("vanish/lake")
     ensure_lake(lake)
     take_written(lake)

@@ -35,7 +35,7 @@ from conftest import REPO, fake_model_config, run_cli
 from fakes import FakeProvider, FakeServer
 from s3_server import free_port
 from tasks.config import ConfigError, load_config
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.models.limits import (
     LimitSpec,
     SharedLimiter,

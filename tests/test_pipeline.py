@@ -21,7 +21,7 @@ from conftest import (REPO, TEST_CLAIM_SETTLE_S, fake_model_config, lake_files, 
                       write_config)
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.lake.store import read
+from tasks.lake.views import read
 
 
 def lake_query(warehouse, sql, params=None):

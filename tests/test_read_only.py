@@ -14,7 +14,9 @@ import s3_server
 from conftest import running_s3_server, write_config
 from flows.cli import app
 from tasks.items.generate import generate_task, item_row
-from tasks.lake.store import SCHEMA_FILE, ensure_lake, read_only, write_rows
+from tasks.lake.schemas import SCHEMA_FILE
+from tasks.lake.tables import ensure_lake, read_only
+from tasks.lake.writes import write_rows
 
 READS = [["sql", "SELECT count(*) AS n FROM items", "--format", "json"],
          ["sql", "SELECT count(*) AS n FROM dataset_items", "--format", "json"], ["runs"], ["models"]]

@@ -19,7 +19,7 @@ from conftest import write_config
 from flows.cli import app
 from lake_fixtures import LakeBuilder, status_of
 from tasks.config import load_config
-from tasks.lake.store import connect
+from tasks.lake.views import connect
 from tasks.report.data import SNAPSHOT, load, snapshot_intermediates
 from tasks.report.html import build_report
 

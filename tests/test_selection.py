@@ -12,7 +12,7 @@ from conftest import TEST_CLAIM_SETTLE_S, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.cli import app
 from tasks.config import Config, ConfigError, load_config
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.suites import SUITES, suite_tasks
 
 CSV = """id,category,euclid,coord,vector,answer

@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 from conftest import REPO, fake_model_config
 from fakes import FakeProvider, FakeServer
 from flows.cli import app
-from tasks.lake.store import read
+from tasks.lake.views import read
 
 N_ITEMS = 40  # closure n = 5, 10, ..., 200
 STOP_AFTER = 6  # requests the provider has seen when the sweep is stopped (4 at once: some in flight)

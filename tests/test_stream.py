@@ -13,7 +13,7 @@ import pytest
 from conftest import sigkill_sweep_when, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.models.cost import BudgetExceeded
 
 

@@ -14,7 +14,8 @@ from flows.sweep import sweep
 from lake_fixtures import LakeBuilder
 from tasks.import_plan import store_import
 from tasks.imports import plan_import
-from tasks.lake.store import SCHEMAS, SCHEMA_FILE, read
+from tasks.lake.schemas import SCHEMA_FILE, SCHEMAS
+from tasks.lake.views import read
 from tasks.scoring.parse import parse
 from tasks.scoring.score import judge, parse_responses, score_trials
 from tasks.scoring.selection import Selection

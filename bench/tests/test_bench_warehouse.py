@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench import warehouse  # noqa: E402
-from tasks.lake.store import read  # noqa: E402
+from tasks.lake.views import read  # noqa: E402
 from tasks.scoring.parse import parser_version  # noqa: E402
 
 

@@ -10,7 +10,7 @@ from tasks.config import ConfigError
 
 def lake_exists(lake: str) -> bool:
     """Whether anything was ever stored in ``lake`` (an object-store lake is assumed to exist)."""
-    from tasks.lake.store import is_url, lake_root
+    from tasks.lake.filesystem import is_url, lake_root
 
     return is_url(lake) or Path(lake_root(lake)).is_dir()
 
@@ -19,7 +19,7 @@ def check_stored(lake: str, option: str, values: list[str]) -> None:
     """Raise ConfigError naming the ``values`` of ``option`` the lake holds nothing of, before any
     flow starts. ``option`` is ``sweep.datasets``, ``--run``, ``--model`` or ``--suite``."""
     from flows.stages import check_datasets
-    from tasks.lake.store import read
+    from tasks.lake.views import read
 
     if not values:
         return

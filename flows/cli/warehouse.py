@@ -36,7 +36,9 @@ def sql(
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
-    from tasks.lake.store import open_catalog, query, read_only
+    from tasks.lake.catalog import open_catalog
+    from tasks.lake.tables import read_only
+    from tasks.lake.views import query
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
@@ -81,8 +83,9 @@ def shell(config: Optional[Path] = ConfigOpt) -> None:
 
     import duckdb
 
+    from tasks.lake.catalog import open_catalog
     from tasks.lake.engine import s3_shell_sql, shell_command
-    from tasks.lake.store import is_url, open_catalog
+    from tasks.lake.filesystem import is_url
 
     cfg = load(config, suites=False)
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,7 +115,7 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, min=1
     Tokens and cost (USD) are what the run paid for (answers from the ledger cost nothing), in
     total and per model; a cost is empty when no response of the run has a price.
     """
-    from tasks.lake.store import read_only
+    from tasks.lake.tables import read_only
     from tasks.runs.lifecycle import list_runs
 
     if fmt not in ("table", "csv", "json"):

@@ -5,7 +5,7 @@
 -- killed before deleting them): the merged file holds their rows, and no row is read twice.
 
 -- The base names of the files that the merged files of lake table `tbl` replace. Every table folder
--- holds an empty merged-schema.parquet (tasks/lake/store.py), so the file pattern always matches.
+-- holds an empty merged-schema.parquet (tasks/lake/schemas.py), so the file pattern always matches.
 CREATE OR REPLACE MACRO replaced_files(tbl) AS TABLE
 SELECT unnest(string_split(decode(value), chr(10))) AS file_name
 FROM parquet_kv_metadata('{{lake}}/' || tbl || '/**/merged-*.parquet')

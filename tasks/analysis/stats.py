@@ -53,7 +53,10 @@ import polars as pl
 
 from tasks.analysis.bootstrap import accuracy_intervals, gap_intervals, invariance_intervals
 from tasks.analysis.regression import REGRESSION_FEATURES, regressions
-from tasks.lake.store import connect, now_utc, query, sql_files, write_rows
+from tasks.lake.sql import sql_files
+from tasks.lake.views import connect, query
+from tasks.lake.writes import write_rows
+from tasks.records import now_utc
 
 # scipy and statsmodels (more than a second to import) are imported where they compute, so that
 # a report whose statistics are current (stored_computation) never loads them.

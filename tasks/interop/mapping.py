@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from tasks.import_plan import ImportPlan
 from tasks.imports import ImportRejected
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.models.call import trial_id
 from tasks.records import Request, Route
 

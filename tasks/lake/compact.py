@@ -5,7 +5,7 @@ at most the batch in flight, while people query the lake as it grows. But every 
 file, and on object storage each file costs requests (a HEAD and a GET), so a lake of many small
 files is slow to read. So when a process's work ends (a run, or a dispatched unit of one) the files
 it wrote are merged, per table and day folder, into one ``merged-….parquet`` whose Parquet metadata
-(key ``tasks.lake.store.REPLACES_KEY``) names every file it replaces. The views leave out a file that a merged
+(key ``tasks.lake.schemas.REPLACES_KEY``) names every file it replaces. The views leave out a file that a merged
 file names (``replaced_files`` in sql/macros/lake_files.sql), so the swap is a single atomic write:
 before it the small files are the table, after it the merged file is, and no reader ever sees a row
 twice or misses one. The small files are then deleted.
@@ -20,7 +20,7 @@ folders before yesterday (UTC): files of killed processes, lakes written before 
 existed. No run writes there any more; run one ``compact_lake`` at a time.
 
 A query that listed a folder just before a compaction deleted a file, and opens it just after,
-finds it gone; the pipeline's own reads run such a query again (tasks.lake.store.query).
+finds it gone; the pipeline's own reads run such a query again (tasks.lake.views.query).
 
 A long run also reads what it wrote while it runs (the ledger and claims before each wave of
 calls, parses and scores after each batch), and a read opens every file: left alone, a
@@ -46,17 +46,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from tasks.lake.store import (
-    MERGED_PREFIX,
-    REPLACES_KEY,
-    SCHEMAS,
-    atomic_writer,
-    conform,
-    ensure_lake,
-    lake_filesystem,
-    take_written,
-    unusable_lake,
-)
+from tasks.lake.filesystem import atomic_writer, lake_filesystem, unusable_lake
+from tasks.lake.schemas import MERGED_PREFIX, REPLACES_KEY, SCHEMAS, conform
+from tasks.lake.tables import ensure_lake
+from tasks.lake.writes import take_written
 from tasks.records import now_utc
 from tasks.runs import progress
 

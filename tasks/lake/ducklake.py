@@ -21,7 +21,8 @@ import duckdb
 import pyarrow as pa
 
 from tasks.lake.engine import load_extension
-from tasks.lake.store import SCHEMAS, _sql_statements, sql_defines, SQL_DIR
+from tasks.lake.schemas import SCHEMAS
+from tasks.lake.sql import SQL_DIR, _sql_statements, sql_defines
 
 # The alias every view reads (sql/macros/lake_files.sql in its DuckLake form).
 ALIAS = "lake"
@@ -150,7 +151,8 @@ def import_parquet_lake(con: duckdb.DuckDBPyConnection, old_lake: str,
     """Copy every table of an old Parquet lake (day folders, merged files) into the DuckLake
     tables, one transaction per table, through the old ``lake_table`` macro (which leaves out the
     files a merged file replaces); returns the rows copied per table."""
-    from tasks.lake.store import _lake_sql, conform
+    from tasks.lake.schemas import conform
+    from tasks.lake.sql import _lake_sql
 
     old = duckdb.connect()
     for stmt in _sql_statements():

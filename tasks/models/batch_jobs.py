@@ -23,12 +23,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from tasks.lake.store import now_utc, read, write_rows
+from tasks.lake.views import read
+from tasks.lake.writes import write_rows
 from tasks.models.cost import Budget, estimate_cost
 from tasks.models.llm import litellm
 from tasks.models.pricing import price
 from tasks.models.routes import Caller
-from tasks.records import Request, Response
+from tasks.records import Request, Response, now_utc
 from tasks.runs import stopping
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}

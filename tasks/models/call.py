@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from tasks.lake.store import now_utc, read
-from tasks.records import Request, content_hash
+from tasks.lake.views import read
+from tasks.records import Request, content_hash, now_utc
 
 _REF = re.compile(r"\{([A-Za-z0-9_]+)\.(value|text)\}")
 

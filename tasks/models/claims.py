@@ -21,7 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tasks.lake.store import now_utc, read, write_rows
+from tasks.lake.views import read
+from tasks.lake.writes import write_rows
+from tasks.records import now_utc
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tasks.lake.store import read
+from tasks.lake.views import read
 from tasks.models.pricing import Price
 
 

@@ -20,13 +20,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from tasks.lake.store import now_utc
 from tasks.models import embedded, embedded_worker, limits
 from tasks.models.config import ModelConfig
 from tasks.models.cost import prompt_token_estimate, response_cost
 from tasks.models.llm import litellm
 from tasks.models.pricing import Price, price
-from tasks.records import Request, Response, Route
+from tasks.records import Request, Response, Route, now_utc
 
 log = logging.getLogger("invarbench.concurrency")
 

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
 from tasks.config import SweepConfig
-from tasks.lake.store import write_rows
+from tasks.lake.writes import write_rows
 from tasks.models import embedded
 from tasks.models.batch_jobs import run_batch
 from tasks.models.call import (

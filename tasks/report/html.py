@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402  - after selecting the Agg backend
 import polars as pl  # noqa: E402
 
 from tasks.config import Config  # noqa: E402
-from tasks.lake.store import connect  # noqa: E402
+from tasks.lake.views import connect  # noqa: E402
 from tasks.report.data import QUERIES, SNAPSHOT, load  # noqa: E402
 from tasks.report.figures import (  # noqa: E402
     accuracy_heatmaps,

@@ -36,8 +36,11 @@ from typing import Any
 import duckdb
 
 from tasks.config import Config
+from tasks.lake.catalog import build_catalog
 from tasks.lake.compact import compact_written
-from tasks.lake.store import build_catalog, now_utc, read, write_rows
+from tasks.lake.views import read
+from tasks.lake.writes import write_rows
+from tasks.records import now_utc
 from tasks.runs import stopping
 
 # A live run writes a heartbeat row this often...

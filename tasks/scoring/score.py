@@ -24,7 +24,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tasks.lake.store import now_utc, reader, write_table
+from tasks.lake.views import reader
+from tasks.lake.writes import write_table
+from tasks.records import now_utc
 from tasks.scoring import parse as parsing
 from tasks.scoring.selection import Selection
 

@@ -1,0 +1,96 @@
+"""The catalog file: DuckDB holding only views (from ``sql/``) and the lake they read, rebuilt at
+will, since the Parquet lake is the truth (:func:`build_catalog`, :func:`open_catalog`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import duckdb
+
+from tasks.lake.filesystem import lake_root, register_lake
+from tasks.lake.sql import SQL_DIR, sql_files
+from tasks.lake.tables import absent_tables, ensure_lake
+from tasks.lake.views import create_views
+
+
+# The catalog remembers which lake and which sql/ its views were built from, so a copied or moved
+# warehouse, or a lake mounted elsewhere, is noticed on open and the views rebuilt for it.
+_CATALOG_TABLE = "invarbench_catalog"
+
+
+def _catalog_stamp(lake: str) -> tuple[str, str]:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sql_files():  # names too: moving a file between layers changes the load order
+        digest.update(path.relative_to(SQL_DIR).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
+    # views built while tables were absent read them as empty: rebuilt once the tables exist
+    digest.update(",".join(sorted(absent_tables(lake))).encode("utf-8"))
+    return lake_root(lake), digest.hexdigest()
+
+
+# How DuckDB refuses a database file written in another storage format (a catalog written by
+# DuckDB 2.0, by releases before the version pin, cannot be opened by 1.5).
+_OTHER_STORAGE = re.compile(r"created with an? (?:newer|older) version|version number \d")
+
+
+def _open_writable(catalog: Path, attempts: int) -> duckdb.DuckDBPyConnection:
+    for attempt in range(attempts):
+        try:
+            return duckdb.connect(str(catalog))
+        except duckdb.IOException as exc:
+            if _OTHER_STORAGE.search(str(exc)):
+                # Views only: the Parquet lake is the truth, so a catalog this DuckDB cannot read is
+                # replaced, not a reason to fail.
+                for path in (catalog, catalog.with_name(catalog.name + ".wal")):
+                    path.unlink(missing_ok=True)
+                return duckdb.connect(str(catalog))
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.25)
+    raise AssertionError("unreachable")
+
+
+def build_catalog(catalog: Path, lake: str, attempts: int = 20) -> Path:
+    """(Re)build the catalog file: views only, so it can be deleted and rebuilt at any time.
+
+    Another process (a user's DuckDB shell) may hold the file; retry briefly, then give up
+    with the lock error, since the lake itself is unaffected.
+    """
+    ensure_lake(lake)
+    catalog.parent.mkdir(parents=True, exist_ok=True)
+    con = _open_writable(catalog, attempts)
+    try:
+        create_views(con, lake)
+        root, digest = _catalog_stamp(lake)
+        con.execute(f"CREATE OR REPLACE TABLE {_CATALOG_TABLE} AS SELECT ? AS lake, ? AS sql_sha256", [root, digest])
+    finally:
+        con.close()
+    return catalog
+
+
+def _catalog_is_current(catalog: Path, lake: str) -> bool:
+    try:
+        con = duckdb.connect(str(catalog), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        stored = con.execute(f"SELECT lake, sql_sha256 FROM {_CATALOG_TABLE}").fetchone()
+    except duckdb.Error:  # built before the catalog recorded its lake
+        return False
+    finally:
+        con.close()
+    return stored == _catalog_stamp(lake)
+
+
+def open_catalog(catalog: Path, lake: str) -> duckdb.DuckDBPyConnection:
+    """The catalog, read-only, with views over ``lake``: rebuilt first when missing or built for
+    another lake (a copied or moved warehouse) or another ``sql/``."""
+    if not (catalog.exists() and _catalog_is_current(catalog, lake)):
+        build_catalog(catalog, lake)
+    con = duckdb.connect(str(catalog), read_only=True)
+    register_lake(con, lake)
+    return con

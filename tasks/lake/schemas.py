@@ -1,0 +1,128 @@
+"""The lake's tables: every table's Parquet schema (:data:`SCHEMAS`), the one column rule
+(:func:`conform`) and the names of merged and schema files.
+
+Parquet under ``<lake>/<table>/day=YYYY-MM-DD/`` is the source of truth; every file of a table has
+the table's schema, or an older one that :func:`conform` reads with the missing columns as nulls.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from tasks.items.features import FEATURE_NAMES
+
+
+_str = pa.string()
+_int = pa.int64()
+_f = pa.float64()
+_ts = pa.timestamp("us", tz="UTC")
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "items": pa.schema(
+        [
+            ("item_id", _str), ("dataset_id", _str), ("suite", _str), ("task", _str),
+            ("family_id", _str), ("variant", _str), ("prompt_style", _str), ("category", _str),
+            ("key_entities", _int), ("bin", _str), ("bin_lo", _int), ("bin_hi", _int),
+            ("prompt", _str), ("messages", _str), ("steps", _str), ("solver", _str),
+            ("gold", _str), ("answer_type", _str), ("generator", _str), ("generator_version", _str),
+            ("seed", _int), ("params", _str),
+        ]
+        + [(name, _f if name == "symbol_density" else _int) for name in FEATURE_NAMES]
+        + [("created_at", _ts)]
+    ),
+    "runs": pa.schema(
+        [
+            ("run_id", _str), ("flow_run_id", _str), ("kind", _str), ("status", _str),
+            ("started_at", _ts), ("updated_at", _ts), ("config", _str), ("models", _str),
+            ("n_items", _int), ("n_requests", _int), ("n_sent", _int), ("n_cached", _int),
+            ("n_errors", _int), ("report_path", _str), ("message", _str), ("host", _str), ("pid", _int),
+        ]
+    ),
+    "requests": pa.schema(
+        [
+            ("run_id", _str), ("request_id", _str), ("trial_id", _str), ("item_id", _str),
+            ("model", _str), ("step", _str), ("step_index", _int), ("provider", _str),
+            ("route_model", _str), ("api_base", _str), ("sampling", _str), ("sample_idx", _int),
+            ("messages", _str), ("created_at", _ts),
+        ]
+    ),
+    "responses": pa.schema(
+        [
+            ("response_id", _str), ("request_id", _str), ("run_id", _str), ("model", _str),
+            ("status", _str), ("text", _str), ("error", _str), ("attempts", _int),
+            ("latency_s", _f), ("prompt_tokens", _int), ("completion_tokens", _int),
+            ("created_at", _ts), ("cost_usd", _f),
+            # "length" marks a response cut at the token limit; files written before it existed lack it
+            ("finish_reason", _str),
+        ]
+    ),
+    # A sweep's lease on requests it is sending (tasks.models.claims); renewals append rows.
+    "claims": pa.schema([
+        ("request_id", _str), ("run_id", _str), ("claimed_at", _ts), ("expires_at", _ts),
+    ]),
+    # Provider batch jobs (tasks.models.batch_jobs): one row per state seen; the latest row is the job's state.
+    "batch_jobs": pa.schema([
+        ("batch_id", _str), ("run_id", _str), ("model", _str), ("api_base", _str),
+        ("request_ids", pa.list_(_str)), ("input_file_id", _str), ("status", _str),
+        ("output_file_id", _str), ("error_file_id", _str), ("message", _str), ("updated_at", _ts),
+    ]),
+    "parses": pa.schema(
+        [
+            ("response_id", _str), ("request_id", _str), ("answer_type", _str),
+            ("parser_version", _str), ("status", _str), ("value", _str), ("extracted", _str),
+            # the canonical answer (tasks.scoring.parse.answer_key) that Consistency@k compares; files
+            # written before it existed lack the column, and sql/staging/parses.sql reads them as NULL
+            ("canonical", _str), ("created_at", _ts),
+        ]
+    ),
+    "scores": pa.schema(
+        [
+            ("trial_id", _str), ("run_id", _str), ("item_id", _str), ("model", _str),
+            ("sample_idx", _int), ("scorer_version", _str), ("status", _str),
+            ("correct", pa.bool_()), ("lenient_correct", pa.bool_()), ("predicted", _str),
+            ("response_ids", _str), ("created_at", _ts),
+        ]
+    ),
+    # Which items a dataset holds (sql/staging/dataset_items.sql): an item, stored once by content,
+    # may belong to several datasets (the same families imported twice, with more prompt styles).
+    "dataset_items": pa.schema([("dataset_id", _str), ("item_id", _str), ("created_at", _ts)]),
+    # Statistics computed in Python by tasks.analysis.stats; sql/staging/computed.sql exposes them.
+    "computed_bootstrap": pa.schema([
+        ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("metric", _str),
+        ("model", _str), ("suite", _str), ("task", _str), ("category", _str), ("prompt_style", _str),
+        ("variant", _str), ("variant_b", _str), ("bin", _str), ("bin_lo", _int), ("k", _int),
+        ("estimate", _f), ("estimate_a", _f), ("estimate_b", _f), ("ci_lo", _f), ("ci_hi", _f),
+        ("level", _f), ("n_families", _int), ("n_units", _int), ("n_excluded", _int),
+        ("n_scored", _int), ("n_correct", _int), ("n_wrong", _int), ("n_unparsable", _int),
+        ("n_error", _int), ("resamples", _int), ("n_valid_resamples", _int), ("seed", _int),
+        # what the computation read (tasks.analysis.stats.inputs_digest): a report reuses it while unchanged
+        ("inputs_sha256", _str),
+    ]),
+    "computed_regression": pa.schema([
+        ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("suite", _str),
+        ("model", _str), ("task", _str), ("fit", _str), ("formula", _str), ("reference_variant", _str),
+        ("reference_model", _str), ("reference_task", _str), ("term", _str), ("coef", _f), ("std_err", _f), ("z", _f),
+        ("p_value", _f), ("ci_lo", _f), ("ci_hi", _f), ("n", _int), ("n_correct", _int),
+        ("n_unparsable", _int), ("n_error", _int), ("pseudo_r2", _f), ("dropped", _str),
+        ("status", _str), ("reason", _str),
+    ]),
+}
+
+
+# Compaction (tasks.lake.compact) merges small files into merged files whose Parquet metadata, under
+# REPLACES_KEY, names the files they replace (sql/macros/lake_files.sql leaves those out).
+MERGED_PREFIX = "merged-"
+REPLACES_KEY = b"invarbench.replaces"
+# Every table folder holds an empty merged file of the table's schema, replacing nothing.
+SCHEMA_FILE = f"{MERGED_PREFIX}schema.parquet"
+
+
+def conform(table: str, data: pa.Table) -> pa.Table:
+    """``data`` with exactly the columns of lake table ``table``, in its order and types: a missing
+    column is nulls (rows written before it existed), an unknown one a KeyError."""
+    schema = SCHEMAS[table]
+    extra = set(data.column_names) - set(schema.names)
+    if extra:
+        raise KeyError(f"{table}: unknown columns {sorted(extra)}")
+    return pa.table([data[f.name].cast(f.type) if f.name in data.column_names else pa.nulls(data.num_rows, f.type)
+                     for f in schema], schema=schema)
