@@ -44,8 +44,11 @@ NaN) in a required column is an error.
 Parser (answer type) per task: a task name of the lissard suite uses the lissard ``Output:``-line
 parser and exact match (``text``), one of the symmetry suite the integer parser (``integer``), a
 geometry category the symbolic-equivalence parser (``math``). Any other task gets the integer
-parser when every gold of that task is an integer, else ``text``: exact match (whitespace
-normalised) of the reply's ``Output:`` line, or of the whole reply when it is a single line.
+parser when every gold of that task is an integer; the symbolic-equivalence parser when every gold
+is a number or an arithmetic expression written as people write them (``1.5``, ``8/3``,
+``3\sqrt{2}``, ``2\frac{2}{3}``, ``1,250``): a grader compares those as values, so ``1.50`` or
+``2 2/3`` is right; else ``text``: exact match (whitespace normalised) of the reply's ``Output:``
+line, or of the whole reply when it is a single line.
 
 Items are built with :class:`tasks.records.Item` (suite ``imported``) and pass the same Great
 Expectations validation as generated ones. An item's identity is (task, family_id, variant,
@@ -97,6 +100,9 @@ OPTIONAL = {"task": ("task",), "family_id": ("family_id",), "variant": ("variant
 SUITE_ANSWER_TYPES = {"lissard": "text", "symmetry": "integer", "geometry": "math"}
 
 _INTEGER = re.compile(r"-?\d+")
+# A gold that is a number or an arithmetic expression: digits with operators, brackets, roots and
+# pi, LaTeX fractions and roots, commas only between groups of three digits (thousands).
+_NUMERIC = re.compile(r"(?:[\d\s.+\-*/^()\u221a\u03c0{}]|,(?=\d{3}(?!\d))|\\[dt]?frac|\\sqrt|\\pi|sqrt|pi)+")
 _BIN_RANGE = re.compile(r"(\d+)\s*[-~]\s*(\d+)")
 _BIN_INTERVAL = re.compile(r"\[\s*(\d+)\s*,\s*(\d+)\s*([\])])")
 _BIN_SINGLE = re.compile(r"\d+")
@@ -242,8 +248,15 @@ def answer_types(records: list[Record]) -> dict[str, str]:
     golds: dict[str, list[str]] = {}
     for r in records:
         golds.setdefault(r.task, []).append(r.values["gold"].strip())
-    return {task: known.get(task) or ("integer" if all(_INTEGER.fullmatch(g) for g in gs) else "text")
-            for task, gs in golds.items()}
+    return {task: known.get(task) or _answer_type(gs) for task, gs in golds.items()}
+
+
+def _answer_type(golds: list[str]) -> str:
+    if all(_INTEGER.fullmatch(g) for g in golds):
+        return "integer"
+    if all(_NUMERIC.fullmatch(g) and any(c.isdigit() for c in g) for g in golds):
+        return "math"
+    return "text"
 
 
 def parse_bin(label: str) -> tuple[int, int, bool] | None:

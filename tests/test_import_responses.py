@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 
 from conftest import lake_files, write_config
 from flows.cli import app
-from tasks.imports import Record, answer_types
-from tasks.lake.views import connect, query
+from tasks.import_plan import store_import
+from tasks.imports import Record, answer_types, plan_import
+from tasks.lake.views import connect, query, read
 
 # One row per response: (task, prompt, target, prediction, extra columns) → expected score status.
 ROWS = [
@@ -148,7 +149,31 @@ def test_answer_types_of_unknown_tasks_follow_their_golds():
         return Record("line 1", {"task": task, "gold": gold})
 
     assert answer_types([rec("a", "12"), rec("a", "-3"), rec("b", "12"), rec("b", "1.5"), rec("dyck", "7")]) == {
-        "a": "integer", "b": "text", "dyck": "text"}
+        "a": "integer", "b": "math", "dyck": "text"}
+    # golds as people write numbers are compared as values; anything else stays exact text
+    assert answer_types([rec("frac", "8/3"), rec("frac", "2\\frac{2}{3}"), rec("root", "3\\sqrt{2}"),
+                         rec("root", "π/2"), rec("thousands", "1,250"), rec("city", "Paris"),
+                         rec("list", "1,2,3"), rec("point", "(1,2)"), rec("mixed", "yes"), rec("mixed", "1"),
+                         rec("unit", "12 cm")]) == {
+        "frac": "math", "root": "math", "thousands": "math", "city": "text", "list": "text", "point": "text",
+        "mixed": "text", "unit": "text"}
+
+
+def test_an_imported_numeric_task_is_graded_by_value(tmp_path):
+    """Golds and replies written as people write them (a mixed number for 8/3, a thousands
+    separator, trailing zeros) score as an expert grader would; a text task stays exact."""
+    source = raw(tmp_path / "theirs.csv", (
+        "\ufeffQuestion, Answer , Output,Task\r\n"
+        '"What is 8/3 as a mixed number?",8/3,"The answer is $2\\frac{2}{3}$",frac\r\n'
+        '"What is 1000+250.5?","1,250.5","**Answer: 1250.50**",frac\r\n'
+        '"What is 1+2?",3,"Answer: 4",frac\r\n'
+        '"Capital of France?",Paris,"Output: paris",city\r\n'))
+    store_import(plan_import(source, "theirs"), str(tmp_path / "lake"), "r1")
+    scored = read(str(tmp_path / "lake"), "SELECT i.task, i.gold, ts.status FROM trial_scores ts "
+                                          "JOIN items i USING (item_id) ORDER BY i.task, i.gold")
+    assert [(r["task"], r["gold"], r["status"]) for r in scored] == [
+        ("city", "Paris", "wrong"), ("frac", "1,250.5", "correct"), ("frac", "3", "wrong"),
+        ("frac", "8/3", "correct")]
 
 
 def raw(path, content):
