@@ -22,6 +22,7 @@ from tasks.environment import apply_defaults  # noqa: E402
 apply_defaults()  # offline environment defaults before litellm or Prefect load
 from fakes import FakeProvider, FakeServer  # noqa: E402
 from tasks.items.generate import generate_task, item_row  # noqa: E402
+from tasks.lake.lake import Lake  # noqa: E402
 from tasks.models.config import ModelConfig  # noqa: E402
 from tasks.models.stream import run_calls  # noqa: E402
 
@@ -37,7 +38,7 @@ def measure(adaptive: bool, rows: list[dict]) -> dict:
         cfg = ModelConfig(model="openai/fake-model", api_base=server.api_base, concurrency=CONCURRENCY, retries=20,
                           backoff_s=0.05, timeout_s=30, adaptive_concurrency=adaptive)
         started = time.perf_counter()
-        stats = run_calls(rows, f"bench-{'aimd' if adaptive else 'fixed'}", cfg, f"bench-{adaptive}", tmp)
+        stats = run_calls(rows, f"bench-{'aimd' if adaptive else 'fixed'}", cfg, f"bench-{adaptive}", Lake(tmp))
         seconds = time.perf_counter() - started
     attempts = len(state.seen)
     conc = next(iter(stats.concurrency.values()))

@@ -17,7 +17,8 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tasks.lake.ducklake import Lake, commit  # noqa: E402
+from tasks.lake.ducklake import DuckLakeStore, commit  # noqa: E402
+from tasks.lake.lake import Lake  # noqa: E402
 from tasks.lake.schemas import SCHEMAS  # noqa: E402
 from tasks.lake.writes import write_rows  # noqa: E402
 
@@ -38,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     chunks = [chunk(k) for k in range(args.commits)]
     with tempfile.TemporaryDirectory() as tmp:
-        con = Lake.local(Path(tmp) / "ducklake").connect()
+        con = DuckLakeStore.local(Path(tmp) / "ducklake").connect()
         ducklake = []
         for c in chunks:
             t = time.perf_counter()
@@ -47,7 +48,7 @@ def main() -> None:
         parquet = []
         for rows in [c.to_pylist() for c in chunks]:  # write_rows takes dicts: converted beforehand
             t = time.perf_counter()
-            write_rows(str(Path(tmp) / "parquet"), "responses", rows)
+            write_rows(Lake(str(Path(tmp) / "parquet")), "responses", rows)
             parquet.append(time.perf_counter() - t)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}; {args.commits} commits each\n")
     print("| lake | median ms | max ms | target |\n|---|---|---|---|")

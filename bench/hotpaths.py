@@ -27,6 +27,7 @@ from tasks.environment import apply_defaults  # noqa: E402
 
 apply_defaults()  # offline environment defaults before litellm or Prefect load
 from tasks.items.features import surface_features  # noqa: E402
+from tasks.lake.lake import Lake  # noqa: E402
 from tasks.lake.writes import write_rows  # noqa: E402
 from tasks.models.call import lookup_ledger  # noqa: E402
 from tasks.records import now_utc  # noqa: E402
@@ -58,7 +59,7 @@ def bench_features() -> dict:
 
 
 def bench_ledger() -> dict:
-    lake = tempfile.mkdtemp(prefix="invarbench-bench-")
+    lake = Lake(tempfile.mkdtemp(prefix="invarbench-bench-"))
     ids = [uuid.uuid4().hex for _ in range(20000)]
     for chunk in range(0, len(ids), 2000):
         write_rows(lake, "responses", [

@@ -219,7 +219,7 @@ def build(out: Path, rows: int, rows_per_file: int = 1_000_000) -> dict:
     """Write the warehouse at ``out``; returns what was written."""
     import duckdb
 
-    from tasks.lake.tables import ensure_lake
+    from tasks.lake.lake import Lake
     from tasks.lake.writes import write_rows
     from tasks.records import now_utc
 
@@ -227,7 +227,7 @@ def build(out: Path, rows: int, rows_per_file: int = 1_000_000) -> dict:
     lake = out / "lake"
     if lake.exists():
         raise FileExistsError(f"{lake} exists; remove it first")
-    ensure_lake(str(lake))
+    Lake(str(lake)).ensure()
     n_items = max(GROUP, -(-rows // (MODELS * SAMPLES)))
     n_items -= n_items % GROUP  # whole groups, so every family is complete
     con = duckdb.connect(":memory:")
@@ -248,7 +248,7 @@ def build(out: Path, rows: int, rows_per_file: int = 1_000_000) -> dict:
                 _copy(con, f"{_select(table, selects[table])} FROM ({trial_base(model)}){where}", [a, b],
                       lake / table / f"day={day}", table)
     now = now_utc()
-    write_rows(str(lake), "runs", [{
+    write_rows(Lake(str(lake)), "runs", [{
         "run_id": f"bench-run-m{m}", "flow_run_id": "", "kind": "sweep", "status": "completed",
         "started_at": now, "updated_at": now, "config": "{}", "models": json.dumps([f"bench/m{m}"]),
         "n_items": n_items, "n_requests": n_items * SAMPLES, "n_sent": n_items * SAMPLES, "n_cached": 0,

@@ -36,7 +36,7 @@ from flows.stages import run_unit
 from tasks.config import ConfigError, load_config
 from tasks.environment import apply_defaults
 from tasks.lake.compact import compact_written
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.models import embedded
 from tasks.models.call import CallStats
 from tasks.runs import stopping
@@ -52,9 +52,9 @@ def require_server() -> None:
                           "see the README, section \"Operations\" (make server, make deploy, make worker)")
 
 
-def load_items(lake: str, item_ids: Sequence[str]) -> list[dict[str, Any]]:
+def load_items(lake: Lake, item_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The item rows of ``item_ids``, in that order; an id missing from the lake is an error."""
-    rows = read(lake, "SELECT * FROM items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))", [list(item_ids)])
+    rows = lake.read("SELECT * FROM items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))", [list(item_ids)])
     by_id = {r["item_id"]: r for r in rows}
     missing = [i for i in item_ids if i not in by_id]
     if missing:
@@ -74,24 +74,25 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
     apply_defaults()
     cfg = load_config(config_path, overrides)
     stopping.configure(cfg.sweep.stop_grace_s, cfg.sweep.cancel_poll_s)
-    rows = load_items(cfg.lake_path, item_ids)
+    lake = Lake(cfg.lake_path)
+    rows = load_items(lake, item_ids)
     crashes_before = len(embedded.crashes())
     try:
-        stats = run_unit(cfg.lake_path, rows, model, cfg, run_id, index)
+        stats = run_unit(lake, rows, model, cfg, run_id, index)
     finally:
         embedded.stop_all()
         # This worker's files of the unit (run_unit's merged ones and any written since) become one per
         # table and day: a worker keeps nothing aside for a run whose end is in another process.
-        compact_written(cfg.lake_path)
+        compact_written(lake)
     embedded.check_crashes(crashes_before)
     stopping.raise_if_requested()  # what it answered is stored; the flow run ends Cancelled
     return asdict(stats)
 
 
-def lake_totals(lake: str, run_id: str) -> dict[str, CallStats]:
+def lake_totals(lake: Lake, run_id: str) -> dict[str, CallStats]:
     """A run's call totals per model from the lake: requests recorded, responses received, errors
     among them, and requests still waiting in batch jobs the run submitted."""
-    rows = read(lake, """
+    rows = lake.read("""
         WITH req AS (SELECT model, count(*) AS requests FROM run_requests WHERE run_id = $1 GROUP BY model),
              got AS (SELECT model, count(*) AS sent, count(*) FILTER (WHERE status = 'error') AS errors
                      FROM responses WHERE run_id = $1 GROUP BY model),
@@ -133,7 +134,7 @@ def wait_for(ids: list[Any], on_done: Callable[[int], None]) -> list[FlowRun]:
             time.sleep(POLL_SECONDS)
 
 
-def dispatch_units(lake: str, config_path: str | None, overrides: dict[str, Any] | None, run_id: str,
+def dispatch_units(lake: Lake, config_path: str | None, overrides: dict[str, Any] | None, run_id: str,
                    units: list[tuple[str, int]], batches: list[list[dict[str, Any]]],
                    on_done: Callable[[int], None]) -> dict[str, CallStats]:
     """Create one ``sweep-batch`` flow run per unit, wait for all, and return the run's totals per model.

@@ -16,6 +16,7 @@ from tasks.config import Config
 from tasks.interop.inspect import export_inspect
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import dedupe, validate_items
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_new_items
 
 EXPORTERS = {"inspect": export_inspect}
@@ -28,7 +29,7 @@ def selected_rows(cfg: Config) -> list[dict[str, Any]]:
         dataset, items = generate_task(suite, task, cfg.task_params(suite, task), cfg.sweep.seed)
         rows.extend(item_row(i, dataset) for i in items)
     if cfg.sweep.datasets:
-        rows.extend(load_datasets.fn(cfg.lake_path, cfg.sweep.datasets))
+        rows.extend(load_datasets.fn(Lake(cfg.lake_path), cfg.sweep.datasets))
     return dedupe(rows)[0]
 
 
@@ -37,5 +38,5 @@ def export_items(cfg: Config, fmt: str, out: Path) -> dict[str, Any]:
     ValidationFailed, ConfigError or GeneratorError before anything is written."""
     rows = selected_rows(cfg)
     validate_items(rows, batch_name="export", distinct_problems=True)
-    stored = write_new_items(cfg.lake_path, rows)
+    stored = write_new_items(Lake(cfg.lake_path), rows)
     return {**EXPORTERS[fmt](rows, out), "items": len(rows), "stored": stored, "out": str(out)}

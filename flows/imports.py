@@ -24,6 +24,7 @@ from tasks.imports import plan_import
 from tasks.interop import plan_foreign
 from tasks.items.generate import family_rows
 from tasks.items.validate import validate_items
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_memberships, write_new_items
 from tasks.records import canonical_json
 from tasks.runs import lifecycle
@@ -37,12 +38,12 @@ def import_responses(file: str, model: str, config_path: str | None = None,
     apply_defaults()
     cfg = load_config(config_path, overrides)
     plan = plan_import(Path(file), model)
-    summary = _store_run(cfg.lake_path, plan, run_config(plan))
+    summary = _store_run(Lake(cfg.lake_path), plan, run_config(plan))
     lifecycle.rebuild_catalog(cfg)
     return summary
 
 
-def _store_run(lake: str, plan: ImportPlan, config: str) -> dict[str, Any]:
+def _store_run(lake: Lake, plan: ImportPlan, config: str) -> dict[str, Any]:
     """Store one plan as a run of kind ``import``; its summary with the flow run id."""
     run = lifecycle.Run(lake, lifecycle.new_run_id(), "import", config=config,
                         models=canonical_json([plan.model]), flow_run_id=lifecycle.flow_run_id())
@@ -61,8 +62,9 @@ def import_foreign(source: str, fmt: str, mapping: str | None = None, config_pat
     run per model (:mod:`tasks.interop`); returns the runs' summaries and the samples left out."""
     apply_defaults()
     cfg = load_config(config_path, overrides)
-    planned = plan_foreign(Path(source), fmt, cfg.lake_path, Path(mapping) if mapping else None)
-    runs = [_store_run(cfg.lake_path, plan, canonical_json({
+    lake = Lake(cfg.lake_path)
+    planned = plan_foreign(Path(source), fmt, lake, Path(mapping) if mapping else None)
+    runs = [_store_run(lake, plan, canonical_json({
         **json.loads(run_config(plan)), "format": fmt, "mapping": mapping,
         "unmapped": len(planned.unmapped), "duplicates": planned.duplicates})) for plan in planned.plans]
     lifecycle.rebuild_catalog(cfg)
@@ -87,13 +89,14 @@ def import_families(file: str, prompt_styles: Sequence[str], config_path: str | 
     cfg = load_config(config_path, overrides)
     dataset, rows = plan_families(file, prompt_styles)
     families = len({r["family_id"] for r in rows})
-    run = lifecycle.Run(cfg.lake_path, lifecycle.new_run_id(), "import-families",
+    lake = Lake(cfg.lake_path)
+    run = lifecycle.Run(lake, lifecycle.new_run_id(), "import-families",
                         config=canonical_json({"source": file, "prompt_styles": list(prompt_styles),
                                                "dataset_id": dataset}),
                         models=canonical_json([]), flow_run_id=lifecycle.flow_run_id())
     with run.start(n_items=len(rows)):
-        written = write_new_items(cfg.lake_path, rows)
-        write_memberships(cfg.lake_path, dataset, [r["item_id"] for r in rows])
+        written = write_new_items(lake, rows)
+        write_memberships(lake, dataset, [r["item_id"] for r in rows])
         message = (f"imported {families} families ({len(rows)} items) as dataset {dataset}: "
                    f"{written} new, {len(rows) - written} already stored")
         run.finish(message)

@@ -17,7 +17,7 @@ from prefect.cache_policies import NONE
 
 from tasks.config import load_config
 from tasks.environment import apply_defaults
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.records import canonical_json
 from tasks.runs import lifecycle
 from tasks.scoring.score import StageStats, parse_responses, score_trials
@@ -25,13 +25,13 @@ from tasks.scoring.selection import Selection
 
 
 @task(name="reparse", cache_policy=NONE)
-def reparse_selection(lake: str, selection: Selection) -> StageStats:
+def reparse_selection(lake: Lake, selection: Selection) -> StageStats:
     """Parse the selection's responses that lack a parse of the current parser version."""
     return parse_responses(lake, selection)
 
 
 @task(name="rescore", cache_policy=NONE)
-def rescore_selection(lake: str, selection: Selection, run_id: str) -> StageStats:
+def rescore_selection(lake: Lake, selection: Selection, run_id: str) -> StageStats:
     """Score the selection's trials that lack a score of the current scorer version."""
     return score_trials(lake, selection, run_id)
 
@@ -42,10 +42,9 @@ def selection_of(runs: Sequence[str] = (), models: Sequence[str] = (), suites: S
     return Selection(run_ids=tuple(runs), models=tuple(models), suites=tuple(suites), since=since)
 
 
-def changes(lake: str, run_id: str) -> list[dict[str, Any]]:
+def changes(lake: Lake, run_id: str) -> list[dict[str, Any]]:
     """The score changes this rescore run made (one row per trial whose status or answer changed)."""
-    return read(
-        lake,
+    return lake.read(
         """SELECT trial_id, model, suite, task, variant, prompt_style, gold,
                   previous_scorer_version, scorer_version, previous_status, status,
                   previous_predicted, predicted, flipped
@@ -62,7 +61,7 @@ def rescore(config_path: str | None = None, runs: Sequence[str] = (), models: Se
     apply_defaults()
     logger = get_run_logger()
     cfg = load_config(config_path, overrides)
-    lake = cfg.lake_path
+    lake = Lake(cfg.lake_path)
     selection = selection_of(runs, models, suites, since)
     described = {
         "run_ids": list(selection.run_ids), "models": list(selection.models), "suites": list(selection.suites),
@@ -81,7 +80,7 @@ def rescore(config_path: str | None = None, runs: Sequence[str] = (), models: Se
     lifecycle.rebuild_catalog(cfg)
     logger.info(message)
     return {
-        "run_id": run.run_id, "flow_run_id": run.flow_run_id, "lake": lake,
+        "run_id": run.run_id, "flow_run_id": run.flow_run_id, "lake": lake.location,
         "responses": parsed.examined, "parses_written": parsed.written,
         "trials": scored.examined, "scores_written": scored.written,
         "changed": changed, "flipped": n_flipped, "message": message,

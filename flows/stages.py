@@ -31,7 +31,7 @@ from tasks.config import Config, ConfigError
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import validate_items
 from tasks.lake.compact import compact_written
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_new_items
 from tasks.models.call import CallStats, step_plan
 from tasks.models.cost import Budget, BudgetExceeded
@@ -49,18 +49,18 @@ def generate_items(suite: str, task_name: str, params: dict[str, Any], seed: int
 
 
 @task(name="load-datasets", cache_policy=NONE)
-def load_datasets(lake: str, datasets: list[str]) -> list[dict[str, Any]]:
+def load_datasets(lake: Lake, datasets: list[str]) -> list[dict[str, Any]]:
     """Item rows of stored datasets (imported families), selected through their memberships
     (``dataset_items``), each item once; an unknown id is a ConfigError."""
     check_datasets(lake, datasets)
-    return read(lake, "SELECT * FROM items WHERE item_id IN (SELECT item_id FROM dataset_items "
-                "WHERE dataset_id IN (SELECT unnest(?::VARCHAR[]))) ORDER BY item_id", [datasets])
+    return lake.read("SELECT * FROM items WHERE item_id IN (SELECT item_id FROM dataset_items "
+                     "WHERE dataset_id IN (SELECT unnest(?::VARCHAR[]))) ORDER BY item_id", [datasets])
 
 
-def check_datasets(lake: str, datasets: list[str]) -> None:
+def check_datasets(lake: Lake, datasets: list[str]) -> None:
     """Raise ConfigError naming the ids of ``datasets`` that no stored item belongs to."""
-    found = {r["dataset_id"] for r in read(
-        lake, "SELECT DISTINCT dataset_id FROM dataset_items WHERE dataset_id IN (SELECT unnest(?::VARCHAR[]))",
+    found = {r["dataset_id"] for r in lake.read(
+        "SELECT DISTINCT dataset_id FROM dataset_items WHERE dataset_id IN (SELECT unnest(?::VARCHAR[]))",
         [datasets])}
     missing = sorted(set(datasets) - found)
     if missing:
@@ -75,13 +75,13 @@ def validate_batch(rows: list[dict[str, Any]], index: int) -> int:
 
 
 @task(name="store-items", task_run_name="store-items-batch-{index}", cache_policy=NONE)
-def store_items_batch(lake: str, rows: list[dict[str, Any]], index: int) -> int:
+def store_items_batch(lake: Lake, rows: list[dict[str, Any]], index: int) -> int:
     """Write the batch's items that the lake does not hold yet (items are content-addressed)."""
     return write_new_items(lake, rows)
 
 
 @task(name="call-batch", task_run_name="call-{model}-batch-{index}", cache_policy=NONE)
-def call_batch(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
+def call_batch(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
     """Every trial of the batch on one model; only ledger misses are sent."""
     total = sum(len(step_plan(r)) for r in rows) * cfg.sweep.samples
     with progress.stage(f"call {model} batch {index}", total) as advance:
@@ -89,7 +89,7 @@ def call_batch(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, r
 
 
 @task(name="parse", task_run_name="parse-{model}-batch-{index}", cache_policy=NONE)
-def parse_batch(lake: str, selection: Selection, model: str, index: int) -> StageStats:
+def parse_batch(lake: Lake, selection: Selection, model: str, index: int) -> StageStats:
     """Parse the batch's new responses."""
     with progress.stage(f"parse {model} batch {index}", 1) as advance:
         stats = parse_responses(lake, selection)
@@ -98,7 +98,7 @@ def parse_batch(lake: str, selection: Selection, model: str, index: int) -> Stag
 
 
 @task(name="score", task_run_name="score-{model}-batch-{index}", cache_policy=NONE)
-def score_batch(lake: str, selection: Selection, run_id: str, model: str, index: int) -> StageStats:
+def score_batch(lake: Lake, selection: Selection, run_id: str, model: str, index: int) -> StageStats:
     """Score the batch's trials."""
     with progress.stage(f"score {model} batch {index}", 1) as advance:
         stats = score_trials(lake, selection, run_id)
@@ -112,7 +112,7 @@ async def call_model(stream: ModelStream, batches: Batches, model: str) -> CallS
     return await stream.run(batches)
 
 
-def finish_unit(lake: str, rows: Sequence[dict[str, Any]], model: str, run_id: str, index: int) -> None:
+def finish_unit(lake: Lake, rows: Sequence[dict[str, Any]], model: str, run_id: str, index: int) -> None:
     """Parse and score what one model answered for one batch, then merge the files written so far,
     so that later reads open one file per unit."""
     try:
@@ -128,7 +128,7 @@ class Finisher:
     on. Its queue holds batch numbers only, so the calls never wait for it; the thread runs in the
     caller's context, so its task runs belong to the sweep's flow run."""
 
-    def __init__(self, lake: str, run_id: str, batches: Sequence[Sequence[dict[str, Any]]],
+    def __init__(self, lake: Lake, run_id: str, batches: Sequence[Sequence[dict[str, Any]]],
                  on_done: Callable[[str], None]):
         self.lake, self.run_id, self.batches, self.on_done = lake, run_id, batches, on_done
         self.queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
@@ -164,7 +164,7 @@ def artifact_key(model: str) -> str:
     return "progress-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
 
 
-def stream_sweep(lake: str, batches: Sequence[Sequence[dict[str, Any]]], cfg: Config, run_id: str,
+def stream_sweep(lake: Lake, batches: Sequence[Sequence[dict[str, Any]]], cfg: Config, run_id: str,
                  on_done: Callable[[str], None] = lambda model: None) -> dict[str, CallStats]:
     """Every model on every batch: hosted models called at the same time, embedded ones in turn,
     each batch parsed and scored as soon as a model has answered it (``on_done(model)`` then).
@@ -188,7 +188,7 @@ def stream_sweep(lake: str, batches: Sequence[Sequence[dict[str, Any]]], cfg: Co
     return dict(zip(models, stats))
 
 
-def run_unit(lake: str, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
+def run_unit(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
     """One model on one batch: call the model, then parse and score what it answered. The unit's
     files are merged when it ends, so that the next units' reads open one file per unit."""
     try:

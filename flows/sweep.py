@@ -33,8 +33,7 @@ from flows.stages import (
 from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
 from tasks.items.validate import dedupe
-from tasks.lake.tables import ensure_lake
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.models import embedded
 from tasks.models.call import CallStats
 from tasks.models.cost import BudgetExceeded
@@ -56,7 +55,7 @@ def compute_statistics(cfg: Config) -> dict[str, Any]:
     )
 
     with progress.stage("statistics", 1) as advance:
-        summary = compute_stats(cfg.lake_path, resamples=cfg.sweep.bootstrap_resamples, seed=cfg.sweep.seed)
+        summary = compute_stats(Lake(cfg.lake_path), resamples=cfg.sweep.bootstrap_resamples, seed=cfg.sweep.seed)
         advance(1)
     return summary
 
@@ -74,11 +73,10 @@ def write_report(cfg: Config, run_id: str) -> Path:
     return path
 
 
-def headline(lake: str, run_id: str) -> list[dict[str, Any]]:
+def headline(lake: Lake, run_id: str) -> list[dict[str, Any]]:
     """Per model, suite, task and bin: accuracy of this run's trials (all variants together),
     read from the ``run_accuracy_by_bin`` mart (rounded for the summary)."""
-    return read(
-        lake,
+    return lake.read(
         """
         SELECT model, suite, task, bin, bin_lo, n_scored, n_correct, n_unparsable, n_error,
                round(accuracy, 3) AS accuracy
@@ -111,7 +109,7 @@ def model_rows(per_model: dict[str, CallStats]) -> list[dict[str, Any]]:
              "cached": s.cached, "errors": s.errors, "unsent": s.unsent} for m, s in per_model.items()]
 
 
-def run_models(lake: str, batches: list[list[dict[str, Any]]], cfg: Config, run_id: str, config_path: str | None,
+def run_models(lake: Lake, batches: list[list[dict[str, Any]]], cfg: Config, run_id: str, config_path: str | None,
                overrides: dict[str, Any] | None, dispatch: bool) -> dict[str, CallStats]:
     """Every model on every batch, here as one stream per model or dispatched to workers, with one
     progress artifact per model (the share of its batches parsed and scored). Per model, its stats."""
@@ -144,7 +142,7 @@ def prepare_items(cfg: Config) -> tuple[list[dict[str, Any]], list[list[dict[str
     validated batch by batch, before anything is written. Returns the rows, their batches and the
     families dropped for repeating a prompt of another."""
     logger = get_run_logger()
-    lake, size = cfg.lake_path, cfg.sweep.batch_size
+    lake, size = Lake(cfg.lake_path), cfg.sweep.batch_size
     rows: list[dict[str, Any]] = []
     selected = cfg.selected_tasks()
     with progress.stage("generate", len(selected)) as advance:
@@ -172,8 +170,8 @@ def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
     """The run, started (its `running` row written) once the lake is usable, the stale runs of
     earlier processes are marked crashed and no stop was asked for."""
     logger = get_run_logger()
-    lake = cfg.lake_path
-    ensure_lake(lake)  # an unusable lake (wrong credentials, no bucket) stops here, before anything is written
+    lake = Lake(cfg.lake_path)
+    lake.ensure()  # an unusable lake (wrong credentials, no bucket) stops here, before anything is written
     # Runs of earlier processes that died without a word (SIGKILL, power loss) end here as
     # `crashed`; after validation, so that a sweep stopped by it has written nothing at all.
     for stale in lifecycle.mark_stale_crashed(lake):
@@ -192,7 +190,7 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, batches: list[list[
     is answered), rebuild the catalog, then the statistics and report with ``sweep.report``. The
     run ends `completed`, `waiting` (batch jobs still running) or as the exception that stopped it.
     Returns the run summary and the call totals."""
-    lake = cfg.lake_path
+    lake = Lake(cfg.lake_path)
     crashes_before = len(embedded.crashes())
     counts: dict[str, int] = {}
     try:
@@ -233,7 +231,7 @@ def summarize(cfg: Config, run: lifecycle.Run, n_items: int, dropped_families: l
               per_model: dict[str, CallStats], totals: CallStats, catalog: Path) -> dict[str, Any]:
     """The run summary: what was sent, the headline table, the report (drawn here with
     ``sweep.report``), cost, concurrency and each model's stream."""
-    lake, run_id = cfg.lake_path, run.run_id
+    lake, run_id = Lake(cfg.lake_path), run.run_id
     table = headline(lake, run_id)
     report = None
     if cfg.sweep.report:
@@ -243,11 +241,11 @@ def summarize(cfg: Config, run: lifecycle.Run, n_items: int, dropped_families: l
         "run_id": run_id, "flow_run_id": run.flow_run_id, "items": n_items,
         "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
         "dropped_families": dropped_families,
-        "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake, "headline": table,
+        "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake.location, "headline": table,
         "report": str(report) if report else None, "waiting": totals.waiting,
         "concurrency": totals.concurrency, "models": model_rows(per_model),
-        "cost": read(lake, "SELECT model, prompt_tokens, completion_tokens, cost_usd, n_unpriced "
-                           "FROM cost_by_run WHERE run_id = ? ORDER BY model", [run_id]),
+        "cost": lake.read("SELECT model, prompt_tokens, completion_tokens, cost_usd, n_unpriced "
+                          "FROM cost_by_run WHERE run_id = ? ORDER BY model", [run_id]),
     }
 
 

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_memberships, write_new_items, write_rows
 from tasks.models.call import lookup_ledger, request_row
 from tasks.records import Request, Response, canonical_json, now_utc
@@ -41,7 +42,7 @@ def run_config(plan: ImportPlan) -> str:
                            "ignored_columns": plan.ignored_columns, "bins": plan.bins})
 
 
-def store_import(plan: ImportPlan, lake: str, run_id: str) -> dict[str, Any]:
+def store_import(plan: ImportPlan, lake: Lake, run_id: str) -> dict[str, Any]:
     """Write the plan as run ``run_id`` (items, requests, responses), then parse and score it;
     returns a summary. The run's own rows are the caller's (:func:`flows.imports.import_responses`)."""
     # Items are content-addressed: one already in the lake is the same item, and the items view keeps one.

@@ -84,9 +84,10 @@ def exported(tmp_path: Path, sections: dict | None = None) -> Path:
 
 def lake(tmp_path: Path, sql: str, params: list | None = None, warehouse: str = "ware house") -> list[dict]:
     """Rows of a query over the lake of the warehouse under ``tmp_path``."""
-    from tasks.lake.views import connect, query
+    from tasks.lake.lake import Lake
+    from tasks.lake.views import query
 
-    con = connect(str(tmp_path / warehouse / "lake"))
+    con = Lake(str(tmp_path / warehouse / "lake")).connect()
     try:
         return query(con, sql, params)
     finally:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import tasks.analysis.stats  # noqa: F401  - registers the stats tables until tasks.lake.schemas lists them
-from tasks.lake.views import connect, query
+from tasks.lake.lake import Lake
+from tasks.lake.views import query
 from tasks.lake.writes import write_rows
 from tasks.records import content_hash, now_utc
 
@@ -25,7 +26,7 @@ class LakeBuilder:
     """Accumulates rows per table; ``flush`` writes them as one Parquet file per table."""
 
     def __init__(self, root: Path):
-        self.lake = str(root / "lake")
+        self.lake = Lake(str(root / "lake"))
         self.rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._clock = now_utc()
 
@@ -120,7 +121,7 @@ class LakeBuilder:
 
     def query(self, sql: str, params: list | None = None) -> list[dict[str, Any]]:
         """Run SQL over the lake's views."""
-        con = connect(self.lake)
+        con = self.lake.connect()
         try:
             return query(con, sql, params)
         finally:

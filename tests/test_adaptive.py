@@ -9,7 +9,7 @@ import pytest
 
 from fakes import FakeProvider, FakeServer
 from tasks.items.generate import generate_task, item_row
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.models.config import ModelConfig
 from tasks.models.routes import RateLimiter
 from tasks.models.stream import run_calls
@@ -60,12 +60,13 @@ def test_aimd_halves_on_throttling_once_per_generation_and_grows_after_a_window(
 def test_a_429_storm_shrinks_concurrency_and_every_request_is_answered(tmp_path):
     state = limited_provider()
     rows = closure_rows(300)
+    lake = Lake(str(tmp_path / "lake"))
     with FakeServer(state) as server:
         cfg = ModelConfig(model="openai/fake-model", api_base=server.api_base, concurrency=64, retries=20,
                           backoff_s=0.05, timeout_s=30)
-        stats = run_calls(rows, "adaptive-fake", cfg, "run-adaptive", str(tmp_path / "lake"))
+        stats = run_calls(rows, "adaptive-fake", cfg, "run-adaptive", lake)
     assert stats.sent == len(rows) == 60 and stats.errors == 0
     got = stats.concurrency["adaptive-fake"]
     assert got["min"] < 64 and got["throttled"] > 0, got
-    ok = read(str(tmp_path / "lake"), "SELECT count(*) AS n FROM ledger WHERE status = 'ok'")
+    ok = lake.read("SELECT count(*) AS n FROM ledger WHERE status = 'ok'")
     assert ok == [{"n": 60}]

@@ -12,7 +12,8 @@ import re
 from conftest import TEST_CLAIM_SETTLE_S, write_config
 from fakes import FakeProvider, FakeServer, last_user
 from flows.sweep import sweep
-from tasks.lake.views import connect, query
+from tasks.lake.lake import Lake
+from tasks.lake.views import query
 
 
 def scripted(wrong_segment_length: int | None):
@@ -40,7 +41,7 @@ def config(tmp_path, api_base):
 
 
 def verdicts(tmp_path):
-    con = connect(str(tmp_path / "wh" / "lake"))
+    con = Lake(str(tmp_path / "wh" / "lake")).connect()
     try:
         return {r["variant"]: (r["status"], r["predicted"]) for r in query(
             con, "SELECT variant, status, predicted FROM trial_scores WHERE task = 'associativity'")}
@@ -71,7 +72,7 @@ def test_wrong_segment_answer_propagates_into_the_third_request(tmp_path):
     assert combine == ["What is 3+9?", "What is 6+7?"]
     assert verdicts(tmp_path) == {"split_3_8": ("wrong", "13"), "split_1_4": ("correct", "12")}
 
-    con = connect(str(tmp_path / "wh" / "lake"))
+    con = Lake(str(tmp_path / "wh" / "lake")).connect()
     try:
         linked = query(con, """
             SELECT rr.step, count(*) AS n FROM run_requests rr JOIN items i USING (item_id)

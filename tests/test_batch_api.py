@@ -15,13 +15,13 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 from conftest import REPO, fake_model_config, process_env
 from fake_batches import FakeBatches, FakeBatchServer
 from flows.sweep import sweep
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 
 BATCH = {"model": "openai/gpt-4o-mini", "batch": True, "batch_poll_s": 0.2}
 
 
 def lake_query(tmp_path, sql, params=None):
-    return read(str(tmp_path / "wh" / "lake"), sql, params)
+    return Lake(str(tmp_path / "wh" / "lake")).read(sql, params)
 
 
 def one_response_per_ok_request(tmp_path) -> int:

@@ -15,14 +15,14 @@ import pytest
 from conftest import REPO, fake_model_config, process_env
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models.claims import Claims
 from tasks.records import now_utc
 
 
 def lake_query(tmp_path, sql, params=None):
-    return read(str(tmp_path / "wh" / "lake"), sql, params)
+    return Lake(str(tmp_path / "wh" / "lake")).read(sql, params)
 
 
 def start_sweep(cfg) -> subprocess.Popen:
@@ -33,7 +33,7 @@ def start_sweep(cfg) -> subprocess.Popen:
 
 
 def test_simultaneous_claims_have_exactly_one_winner(tmp_path):
-    lake = str(tmp_path / "lake")
+    lake = Lake(str(tmp_path / "lake"))
     a, b = Claims(lake, "run-b", 60, 0.0), Claims(lake, "run-a", 60, 0.0)
     # Both write before either re-reads (as two sweeps claiming at the same moment would).
     a._write(["r1", "r2"])
@@ -108,7 +108,7 @@ def test_claims_of_a_live_run_elsewhere_hold_until_they_expire(tmp_path):
         cfg = fake_model_config(tmp_path, server.api_base, n_max=50, sweep_extra={"claim_lease_s": 5.0})
         now = now_utc()
         expires = now + dt.timedelta(seconds=8)
-        lake = str(tmp_path / "wh" / "lake")
+        lake = Lake(str(tmp_path / "wh" / "lake"))
         write_rows(lake, "runs", [{"run_id": "elsewhere", "kind": "sweep", "status": "running", "started_at": now,
                                    "updated_at": now, "host": "another-machine/boot/1", "pid": 1}])
         write_rows(lake, "claims", [{"request_id": rid, "run_id": "elsewhere", "claimed_at": now, "expires_at": expires}

@@ -10,7 +10,7 @@ from conftest import fake_model_config, run_cli
 from fakes import FakeServer
 from flows.sweep import sweep
 from tasks.config import ConfigError, load_config
-from tasks.lake.views import connect, read
+from tasks.lake.lake import Lake
 from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, _Cap, response_cost
 from tasks.models.pricing import price
@@ -22,7 +22,7 @@ P_TOK, C_TOK = 10, 5
 
 
 def lake_query(tmp_path, sql, params=None):
-    return read(str(tmp_path / "wh" / "lake"), sql, params)
+    return Lake(str(tmp_path / "wh" / "lake")).read(sql, params)
 
 
 def test_prices_come_from_config_then_litellm_table_else_unknown():
@@ -69,7 +69,7 @@ def test_responses_carry_tokens_and_cost(tmp_path):
         priced_summary = sweep(str(priced))
 
     table = price(ModelConfig(model="openai/gpt-4o-mini"))
-    rows = read(str(tmp_path / "wh" / "lake"), "SELECT * FROM cost_by_run ORDER BY model")
+    rows = Lake(str(tmp_path / "wh" / "lake")).read("SELECT * FROM cost_by_run ORDER BY model")
     by_model = {r["model"]: r for r in rows}
     assert by_model["mini"]["run_id"] == known_run and by_model["fake"]["run_id"] == unknown_run
     assert by_model["mini"]["cost_usd"] == pytest.approx(5 * (P_TOK * table.input_per_token + C_TOK * table.output_per_token))
@@ -79,7 +79,7 @@ def test_responses_carry_tokens_and_cost(tmp_path):
     assert (by_model["fake"]["prompt_tokens"], by_model["fake"]["completion_tokens"]) == (5 * P_TOK, 5 * C_TOK)
     assert priced_summary["cost"][0]["cost_usd"] == pytest.approx(by_model["priced"]["cost_usd"])
 
-    con = connect(str(tmp_path / "wh" / "lake"))
+    con = Lake(str(tmp_path / "wh" / "lake")).connect()
     try:
         section = cost_section(load(con, 0.5)["cost"])
     finally:
@@ -104,7 +104,6 @@ def test_old_lake_files_without_cost_still_read(tmp_path):
     import pyarrow.parquet as pq
 
     from tasks.lake.schemas import SCHEMAS
-    from tasks.lake.tables import ensure_lake
 
     lake = tmp_path / "lake"
     old = pa.schema([f for f in SCHEMAS["responses"] if f.name != "cost_usd"])
@@ -117,8 +116,8 @@ def test_old_lake_files_without_cost_still_read(tmp_path):
                                                "created_at": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)}
         (lake / table / "day=2024-01-01").mkdir()
         pq.write_table(pa.Table.from_pylist([row], schema=old), lake / table / "day=2024-01-01" / "part-old.parquet")
-    ensure_lake(str(lake))
-    [row] = read(str(lake), "SELECT * FROM cost_by_run")
+    Lake(str(lake)).ensure()
+    [row] = Lake(str(lake)).read("SELECT * FROM cost_by_run")
     assert (row["run_id"], row["prompt_tokens"], row["cost_usd"], row["n_unpriced"]) == ("old", 3, None, 1)
 
 

@@ -26,8 +26,7 @@ from conftest import REPO, TEST_CLAIM_SETTLE_S, run_cli, write_config
 from fakes import FakeServer
 from flows.cli import app
 from flows.sweep import sweep
-from tasks.lake.tables import ensure_lake
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models import embedded
 from tasks.runs import lifecycle
@@ -93,7 +92,7 @@ def invoke_sweep(cfg) -> tuple[int, str]:
 def test_worker_killed_mid_batch(tmp_path, sig):
     """Error rows naming the signal, a restart for the next batch, the other model goes on, the run
     fails with exit 1, and the next sweep sends only the unanswered requests."""
-    lake = str(tmp_path / "wh" / "lake")
+    lake = Lake(str(tmp_path / "wh" / "lake"))
     with FakeServer() as server:
         cfg = crash_config(tmp_path, server.api_base)
         killer = Killer(sig)
@@ -108,7 +107,7 @@ def test_worker_killed_mid_batch(tmp_path, sig):
         assert died in output, output
 
         # A batch's requests are all answered before the next batch starts.
-        rows = read(lake, """SELECT status, error, attempts FROM responses WHERE model = 'local/smollm2'
+        rows = lake.read("""SELECT status, error, attempts FROM responses WHERE model = 'local/smollm2'
                              ORDER BY created_at""")
         first, second = rows[:4], rows[4:]
         errors = [r for r in first if r["status"] == "error"]
@@ -121,7 +120,7 @@ def test_worker_killed_mid_batch(tmp_path, sig):
         assert [r["status"] for r in second] == ["ok"] * 4, second
         assert len(killer.pids) >= 2 and not any(alive(p) for p in killer.pids), "workers must stop with the sweep"
         # The other model ran all its items after the crash.
-        fake = read(lake, "SELECT status, count(*) AS n FROM responses WHERE model = 'fake' GROUP BY status")
+        fake = lake.read("SELECT status, count(*) AS n FROM responses WHERE model = 'fake' GROUP BY status")
         assert fake == [{"status": "ok", "n": 8}]
         assert len(server.state.seen) == 8
 
@@ -131,9 +130,9 @@ def test_worker_killed_mid_batch(tmp_path, sig):
         code, output = invoke_sweep(cfg)
         assert code == 0, output
         assert re.search(rf"16 requests: {len(errors)} sent, {16 - len(errors)} from the ledger, 0 errors", output), output
-    duplicates = read(lake, "SELECT request_id FROM responses WHERE status = 'ok' GROUP BY request_id HAVING count(*) > 1")
+    duplicates = lake.read("SELECT request_id FROM responses WHERE status = 'ok' GROUP BY request_id HAVING count(*) > 1")
     assert duplicates == []
-    missing = read(lake, """SELECT count(*) AS n FROM (SELECT DISTINCT request_id FROM run_requests) q
+    missing = lake.read("""SELECT count(*) AS n FROM (SELECT DISTINCT request_id FROM run_requests) q
                             ANTI JOIN (SELECT request_id FROM ledger WHERE status = 'ok') l USING (request_id)""")
     assert missing == [{"n": 0}]
     assert lifecycle.list_runs(lake, 1)[0]["status"] == "completed"
@@ -186,20 +185,20 @@ def test_worker_does_not_outlive_a_killed_parent():
 
 
 def test_heartbeat_rows_and_final_state(tmp_path):
-    lake = str(tmp_path / "lake")
+    lake = Lake(str(tmp_path / "lake"))
     run = lifecycle.Run(lake, "r1", "sweep", config="{}", models="[]", heartbeat_s=0.05).start(n_items=3)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        beats = read(lake, "SELECT count(*) AS n FROM raw_runs WHERE run_id = 'r1' AND status = 'running'")[0]["n"]
+        beats = lake.read("SELECT count(*) AS n FROM raw_runs WHERE run_id = 'r1' AND status = 'running'")[0]["n"]
         if beats >= 3:
             break
         time.sleep(0.05)
     assert beats >= 3, "the heartbeat thread wrote no rows"
     run.finish(n_requests=7)
-    rows = read(lake, "SELECT status, n_items, n_requests, updated_at FROM raw_runs ORDER BY updated_at")
+    rows = lake.read("SELECT status, n_items, n_requests, updated_at FROM raw_runs ORDER BY updated_at")
     # The final row is the last one ever written: no heartbeat after it.
     time.sleep(0.2)
-    assert read(lake, "SELECT count(*) AS n FROM raw_runs")[0]["n"] == len(rows)
+    assert lake.read("SELECT count(*) AS n FROM raw_runs")[0]["n"] == len(rows)
     assert rows[-1]["status"] == "completed" and rows[-1]["n_items"] == 3 and rows[-1]["n_requests"] == 7
     assert lifecycle.list_runs(lake, 5)[0]["status"] == "completed"
 
@@ -228,7 +227,7 @@ def flow_run_state(flow_run_id: str) -> str:
 def test_stale_running_run_is_crashed(tmp_path):
     """`invarbench runs` shows a run without a heartbeat for too long as crashed; the next sweep
     writes that in the runs table and marks its Prefect flow run Crashed."""
-    lake = str(tmp_path / "wh" / "lake")
+    lake = Lake(str(tmp_path / "wh" / "lake"))
     now = dt.datetime.now(dt.timezone.utc)
     old = now - lifecycle.STALE_AFTER - dt.timedelta(minutes=1)
     stale_flow_run = running_flow_run()
@@ -238,7 +237,7 @@ def test_stale_running_run_is_crashed(tmp_path):
                 "started_at": old - dt.timedelta(hours=1), "updated_at": updated, "config": "{}",
                 "models": "[]", "n_items": 5}
 
-    ensure_lake(lake)  # as every run does before its first write: `runs` reads the lake read-only
+    lake.ensure()  # as every run does before its first write: `runs` reads the lake read-only
     write_rows(lake, "runs", [row("vanished", "sweep", old, stale_flow_run), row("alive", "sweep", now),
                               row("rescoring", "rescore", old)])
     with FakeServer() as server:
@@ -255,17 +254,17 @@ def test_stale_running_run_is_crashed(tmp_path):
         status = {r["run_id"]: r["status"] for r in json.loads(listed.stdout)}
         # Only a kind that heartbeats is judged by its age.
         assert status == {"vanished": "crashed", "alive": "running", "rescoring": "running"}
-        assert read(lake, "SELECT status FROM runs WHERE run_id = 'vanished'") == [{"status": "running"}]
+        assert lake.read("SELECT status FROM runs WHERE run_id = 'vanished'") == [{"status": "running"}]
 
         summary = sweep(str(cfg))
 
-    stored = {r["run_id"]: r for r in read(lake, "SELECT run_id, status, message, n_items FROM runs")}
+    stored = {r["run_id"]: r for r in lake.read("SELECT run_id, status, message, n_items FROM runs")}
     assert stored["vanished"]["status"] == "crashed" and stored["vanished"]["n_items"] == 5
     assert "no heartbeat since" in stored["vanished"]["message"]
     assert stored["alive"]["status"] == "running" and stored["rescoring"]["status"] == "running"
     assert stored[summary["run_id"]]["status"] == "completed"
     # One crashed row; the other runs were left as they were.
-    written = read(lake, "SELECT run_id, count(*) AS n FROM raw_runs GROUP BY run_id")
+    written = lake.read("SELECT run_id, count(*) AS n FROM raw_runs GROUP BY run_id")
     assert {r["run_id"]: r["n"] for r in written if r["run_id"] != summary["run_id"]} == {
         "vanished": 2, "alive": 1, "rescoring": 1}
     assert flow_run_state(stale_flow_run) == "CRASHED"

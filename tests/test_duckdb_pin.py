@@ -25,6 +25,7 @@ from conftest import REPO, write_config
 from lake_fixtures import LakeBuilder
 from tasks.lake import engine
 from tasks.lake.catalog import open_catalog
+from tasks.lake.lake import Lake
 from tasks.lake.views import query
 
 FIXTURE = Path(__file__).parent / "fixtures" / "old_warehouse"
@@ -109,7 +110,7 @@ def test_an_extension_built_for_another_duckdb_stops_every_command_at_start_up(t
 def test_the_readme_command_opens_the_warehouse_in_the_installed_shell_with_every_view(old_warehouse):
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert README_COMMAND in readme
-    con = open_catalog(old_warehouse / "warehouse" / "invarbench.duckdb", str(old_warehouse / "warehouse" / "lake"))
+    con = open_catalog(old_warehouse / "warehouse" / "invarbench.duckdb", Lake(str(old_warehouse / "warehouse" / "lake")))
     try:
         views = _views(con)
         expected = {v: query(con, f"SELECT count(*) AS n FROM {v}")[0]["n"] for v in views}
@@ -145,7 +146,7 @@ def test_a_catalog_written_by_duckdb_2_is_rebuilt_from_the_lake_with_the_same_ma
         duckdb.connect(str(catalog), read_only=True)
     old = json.loads((FIXTURE / "marts.json").read_text())
     assert old["duckdb"].startswith("2.")
-    con = open_catalog(catalog, str(old_warehouse / "warehouse" / "lake"))
+    con = open_catalog(catalog, Lake(str(old_warehouse / "warehouse" / "lake")))
     try:
         assert set(old["marts"]) <= set(_views(con))
         assert_same_marts(con, old["marts"])
@@ -162,7 +163,7 @@ def test_invarbench_shell_reads_an_object_store_lake_with_the_credentials_of_the
             if key.startswith("AWS_"):
                 monkeypatch.setenv(key, value)
         lake = LakeBuilder(tmp_path)
-        lake.lake = server.lake("shell/lake")
+        lake.lake = Lake(server.lake("shell/lake"))
         for n, status in enumerate(("correct", "wrong", "correct")):
             lake.trial(lake.item(f"fam{n}"), "fake/a", status, "5" if status == "correct" else "6")
         lake.flush()

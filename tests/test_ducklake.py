@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 from conftest import REPO
-from tasks.lake.ducklake import Lake, commit, compact, create_views, import_parquet_lake, snapshot
+from tasks.lake.ducklake import DuckLakeStore, commit, compact, create_views, import_parquet_lake, snapshot
+from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.views import query
 from test_duckdb_pin import FIXTURE, assert_same_marts
@@ -18,10 +19,10 @@ from test_duckdb_pin import FIXTURE, assert_same_marts
 WRITER = """
 import sys, datetime as dt, pyarrow as pa
 from pathlib import Path
-from tasks.lake.ducklake import Lake, commit, compact
+from tasks.lake.ducklake import DuckLakeStore, commit, compact
 from tasks.lake.schemas import SCHEMAS
-lake, who, n = Lake.local(Path(sys.argv[1])), sys.argv[2], int(sys.argv[3])
-con = lake.connect()
+store, who, n = DuckLakeStore.local(Path(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+con = store.connect()
 for i in range(n):
     if who == "compactor":
         compact(con)
@@ -37,8 +38,8 @@ for i in range(n):
 def test_an_old_parquet_lake_imports_with_the_same_marts(tmp_path):
     old_lake = tmp_path / "old lake"
     shutil.copytree(FIXTURE / "warehouse" / "lake", old_lake)
-    con = Lake.local(tmp_path / "new warehouse").connect()
-    copied = import_parquet_lake(con, str(old_lake))
+    con = DuckLakeStore.local(tmp_path / "new warehouse").connect()
+    copied = import_parquet_lake(con, Lake(str(old_lake)))
     assert copied["responses"] == 36 and copied["items"] == 18 and copied["claims"] == 0
     create_views(con)
     marts = json.loads((FIXTURE / "marts.json").read_text())["marts"]
@@ -47,13 +48,13 @@ def test_an_old_parquet_lake_imports_with_the_same_marts(tmp_path):
 
 def test_three_writers_and_a_compactor_lose_and_duplicate_nothing(tmp_path):
     warehouse = tmp_path / "wh"
-    Lake.local(warehouse).connect().close()
+    DuckLakeStore.local(warehouse).connect().close()
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(warehouse), who, n], cwd=REPO,
                               stderr=subprocess.PIPE, text=True)
              for who, n in [("w1", "8"), ("w2", "8"), ("w3", "8"), ("compactor", "4")]]
     for p in procs:
         assert p.wait(timeout=600) == 0, p.stderr.read()
-    con = Lake.local(warehouse).connect()
+    con = DuckLakeStore.local(warehouse).connect()
     assert query(con, "SELECT count(*) AS n, count(DISTINCT response_id) AS d FROM lake.responses") == [{"n": 2400, "d": 2400}]
     first = query(con, "SELECT min(snapshot_id) AS s FROM ducklake_snapshots('lake') WHERE commit_message = 'w1 chunk 0'")
     if first[0]["s"] is not None:  # not yet expired by a compaction
@@ -67,7 +68,7 @@ def test_three_writers_and_a_compactor_lose_and_duplicate_nothing(tmp_path):
 
 
 def test_a_run_can_read_the_lake_as_of_a_snapshot(tmp_path):
-    con = Lake.local(tmp_path / "wh").connect()
+    con = DuckLakeStore.local(tmp_path / "wh").connect()
     row = {name: None for name in SCHEMAS["runs"].names}
     import pyarrow as pa
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from conftest import write_config
 from flows.cli import app
 from flows.stages import load_datasets
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 
 FAMILIES = [
@@ -45,7 +45,7 @@ def dataset_of(result) -> str:
 
 def test_a_dataset_id_selects_exactly_the_items_imported_whatever_the_file_looks_like(tmp_path):
     cfg = write_config(tmp_path / "cfg.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
-    lake = str(tmp_path / "wh" / "lake")
+    lake = Lake(str(tmp_path / "wh" / "lake"))
     plain = tmp_path / "set.csv"
     plain.write_text(families_csv(), encoding="utf-8")
     first = invoke("import-families", str(plain), "-c", str(cfg))
@@ -72,11 +72,11 @@ def test_a_dataset_id_selects_exactly_the_items_imported_whatever_the_file_looks
 def test_items_an_earlier_release_stored_with_their_dataset_id_still_select(tmp_path):
     from tasks.items.generate import generate_task, item_row
 
-    lake = str(tmp_path / "lake")
+    lake = Lake(str(tmp_path / "lake"))
     _, items = generate_task("symmetry", "identity", {}, 0)
     # An earlier release wrote no memberships: the dataset lived in items.dataset_id alone.
     write_rows(lake, "items", [item_row(i, "olddataset") for i in items])
-    assert read(lake, "SELECT count(*) AS n FROM raw_dataset_items")[0]["n"] == 0
+    assert lake.read("SELECT count(*) AS n FROM raw_dataset_items")[0]["n"] == 0
     rows = load_datasets.fn(lake, ["olddataset"])
     assert sorted(r["item_id"] for r in rows) == sorted(i.item_id for i in items)
 
@@ -90,7 +90,7 @@ def test_response_files_with_other_peoples_column_names_import(tmp_path, header)
     source.write_text(f"{header}\nWhat is 2+3?,5,Answer: 5\nWhat is 2+2?,4,Answer: 5\n", encoding="utf-8")
     result = invoke("import-responses", str(source), "--model", "m", "-c", str(cfg))
     assert result.exit_code == 0, result.output
-    rows = read(str(tmp_path / "wh" / "lake"), "SELECT gold, status FROM trial_scores ORDER BY gold")
+    rows = Lake(str(tmp_path / "wh" / "lake")).read("SELECT gold, status FROM trial_scores ORDER BY gold")
     assert rows == [{"gold": "4", "status": "wrong"}, {"gold": "5", "status": "correct"}]
     assert "ignored columns" not in result.stderr
 

@@ -12,7 +12,8 @@ from conftest import REPO, run_cli
 from tasks.config import ConfigError, load_config
 from tasks.items.features import surface_features
 from tasks.items.generate import generate_task
-from tasks.lake.views import connect, query
+from tasks.lake.lake import Lake
+from tasks.lake.views import query
 from tasks.lake.writes import write_rows
 from tasks.models.call import StepUnavailable, fill_template
 from tasks.records import Request, Route
@@ -157,11 +158,11 @@ def test_surface_features_count_what_they_say():
 
 
 def test_write_rows_is_readable_and_rejects_unknown_columns(tmp_path):
-    lake = str(tmp_path / "lake")
+    lake = Lake(str(tmp_path / "lake"))
     path = write_rows(lake, "parses", [{"response_id": "r", "request_id": "q", "answer_type": "text",
                                          "parser_version": "text/1", "status": "ok", "value": "None"}])
     assert pq.read_table(path).to_pylist()[0]["value"] == "None"
-    con = connect(lake)
+    con = lake.connect()
     assert query(con, "SELECT value FROM all_parses") == [{"value": "None"}]
     with pytest.raises(KeyError):
         write_rows(lake, "parses", [{"nope": 1}])

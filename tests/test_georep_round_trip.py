@@ -13,7 +13,8 @@ import pytest
 
 from conftest import TEST_CLAIM_SETTLE_S, run_cli, write_config
 from fakes import FakeProvider, FakeServer, last_user
-from tasks.lake.views import connect, query
+from tasks.lake.lake import Lake
+from tasks.lake.views import query
 
 SHARED = "In triangle ABC, AB = 2, BC = 4 and angle ABC is a right angle. Find the length AC."
 
@@ -83,7 +84,7 @@ def test_georepeval_shaped_set_round_trip(tmp_path):
     assert swept.returncode == 0, swept.stderr
     assert len(state.seen) == 3 * len(FAMILIES) - 1  # the shared wording is one request
 
-    con = connect(str(warehouse / "lake"))
+    con = Lake(str(warehouse / "lake")).connect()
     try:
         scored = query(con, """SELECT json_extract_string(params, '$.source_id') AS id, variant, status
                                FROM trial_scores""")

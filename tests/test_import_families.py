@@ -7,7 +7,8 @@ import re
 from conftest import TEST_CLAIM_SETTLE_S, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.lake.views import connect, query
+from tasks.lake.lake import Lake
+from tasks.lake.views import query
 
 CSV = """id,category,euclid,coord,vector,answer
 p1,length,"In triangle ABC, AB = 3, BC = 4 and angle ABC = 90°. Find AC.","A = (0, 0), B = (3, 0), C = (3, 4). Find |AC|.","Vectors a = (3, 0) and b = (0, 4). Find |a + b|.",5
@@ -37,7 +38,7 @@ def test_import_then_sweep_scores_like_generated_families(tmp_path):
         })
         summary = sweep(str(run_cfg))
     assert summary["items"] == 6 and len(state.seen) == 6
-    con = connect(str(tmp_path / "wh" / "lake"))
+    con = Lake(str(tmp_path / "wh" / "lake")).connect()
     try:
         rows = query(con, """SELECT json_extract_string(params, '$.source_id') AS source, variant, status
                              FROM trial_scores ORDER BY source, variant""")

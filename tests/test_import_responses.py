@@ -17,7 +17,8 @@ from conftest import lake_files, write_config
 from flows.cli import app
 from tasks.import_plan import store_import
 from tasks.imports import Record, answer_types, plan_import
-from tasks.lake.views import connect, query, read
+from tasks.lake.lake import Lake
+from tasks.lake.views import query
 
 # One row per response: (task, prompt, target, prediction, extra columns) → expected score status.
 ROWS = [
@@ -77,7 +78,7 @@ def invoke(*args):
 
 
 def lake(tmp_path, sql, params=None):
-    con = connect(str(tmp_path / "wh" / "lake"))
+    con = Lake(str(tmp_path / "wh" / "lake")).connect()
     try:
         return query(con, sql, params)
     finally:
@@ -168,9 +169,10 @@ def test_an_imported_numeric_task_is_graded_by_value(tmp_path):
         '"What is 1000+250.5?","1,250.5","**Answer: 1250.50**",frac\r\n'
         '"What is 1+2?",3,"Answer: 4",frac\r\n'
         '"Capital of France?",Paris,"Output: paris",city\r\n'))
-    store_import(plan_import(source, "theirs"), str(tmp_path / "lake"), "r1")
-    scored = read(str(tmp_path / "lake"), "SELECT i.task, i.gold, ts.status FROM trial_scores ts "
-                                          "JOIN items i USING (item_id) ORDER BY i.task, i.gold")
+    lake = Lake(str(tmp_path / "lake"))
+    store_import(plan_import(source, "theirs"), lake, "r1")
+    scored = lake.read("SELECT i.task, i.gold, ts.status FROM trial_scores ts "
+                       "JOIN items i USING (item_id) ORDER BY i.task, i.gold")
     assert [(r["task"], r["gold"], r["status"]) for r in scored] == [
         ("city", "Paris", "wrong"), ("frac", "1,250.5", "correct"), ("frac", "3", "wrong"),
         ("frac", "8/3", "correct")]

@@ -14,7 +14,7 @@ from fakes import FakeProvider, FakeServer
 from flows.imports import import_families, import_responses
 from flows.rescore import rescore
 from flows.sweep import sweep
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.runs.lifecycle import new_run_id
 
 RUN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")
@@ -44,7 +44,7 @@ def test_every_kind_of_run_has_its_flow_run_one_id_format_and_a_catalog(tmp_path
             "import-families": import_families(str(families), ["direct"], str(cfg)),
         }
     summaries["rescore"] = rescore(str(cfg))
-    runs = {r["kind"]: r for r in read(str(wh / "lake"), "SELECT run_id, kind, status, flow_run_id FROM runs")}
+    runs = {r["kind"]: r for r in Lake(str(wh / "lake")).read("SELECT run_id, kind, status, flow_run_id FROM runs")}
     assert set(runs) == set(summaries)
     with get_client(sync_client=True) as client:
         for kind, summary in summaries.items():
@@ -65,11 +65,11 @@ def test_every_kind_of_run_has_its_flow_run_one_id_format_and_a_catalog(tmp_path
 def test_a_run_that_raises_ends_failed_with_its_message(tmp_path):
     from tasks.runs.lifecycle import Run
 
-    lake = str(tmp_path / "lake")
+    lake = Lake(str(tmp_path / "lake"))
     try:
         with Run(lake, new_run_id(), "rescore", config="{}", models="[]").start(n_items=3):
             raise RuntimeError("the disk is full")
     except RuntimeError:
         pass
-    [row] = read(lake, "SELECT status, message, n_items FROM runs")
+    [row] = lake.read("SELECT status, message, n_items FROM runs")
     assert row == {"status": "failed", "message": "RuntimeError: the disk is full", "n_items": 3}

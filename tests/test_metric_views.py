@@ -15,8 +15,9 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from lake_fixtures import LakeBuilder, status_of
+from tasks.lake.lake import Lake
 from tasks.lake.sql import SQL_LAYERS, sql_code, sql_defines, sql_files
-from tasks.lake.views import connect, query
+from tasks.lake.views import query
 
 GEO = ["euclid", "coord", "vector"]
 
@@ -303,7 +304,7 @@ def test_score_changes_shows_flips_between_versions(tmp_path):
 
 
 def test_views_work_on_an_empty_lake(tmp_path):
-    con = connect(str(tmp_path / "lake"))
+    con = Lake(str(tmp_path / "lake")).connect()
     try:
         for view in ("invariance", "invariance_by_suite", "flip_patterns", "mcnemar_pairs", "model_pairs",
                      "breaking_point", "attractors", "associativity_calls", "score_changes",
@@ -316,26 +317,30 @@ def test_views_work_on_an_empty_lake(tmp_path):
 
 
 def test_a_connection_for_one_view_creates_what_it_reads_and_no_more(tmp_path):
-    """connect(lake, sql) creates the closure of the names sql reads: each view then answers as
-    on a connection with every view, and a view it does not read is not created."""
-    lake = str(tmp_path / "lake")
-    full = connect(lake)
+    """lake.connect(sql) creates the closure of the names sql reads: each view then answers as
+    on a connection with every view, and a view it does not read is not created. A read-only
+    lake's connections are each their own; a local lake's share one DuckDB, which creates a view
+    when a connection first reads it."""
+    Lake(str(tmp_path / "lake")).ensure()
+    lake = Lake(str(tmp_path / "lake"), read_only=True)
+    full = lake.connect()
     try:
         views = [r["view_name"] for r in query(full, "SELECT view_name FROM duckdb_views() WHERE NOT internal")]
         for view in views:
-            con = connect(lake, f"SELECT * FROM {view}")
+            con = lake.connect(f"SELECT * FROM {view}")
             try:
                 assert query(con, f"SELECT * FROM {view}") == query(full, f"SELECT * FROM {view}"), view
             finally:
                 con.close()
     finally:
         full.close()
-    con = connect(lake, "SELECT * FROM runs")
-    try:
-        created = {r["view_name"] for r in query(con, "SELECT view_name FROM duckdb_views() WHERE NOT internal")}
-    finally:
-        con.close()
-    assert created == {"raw_runs", "runs"}
+    for lake in (lake, Lake(str(tmp_path / "shared"))):
+        con = lake.connect("SELECT * FROM runs")
+        try:
+            created = {r["view_name"] for r in query(con, "SELECT view_name FROM duckdb_views() WHERE NOT internal")}
+        finally:
+            con.close()
+        assert created == {"raw_runs", "runs"}, lake
 
 
 def test_pairs_are_within_prompt_style_and_sample(tmp_path):

@@ -35,10 +35,10 @@ from tasks.config import ConfigError, LakeError, load_config
 from tasks.lake import filesystem
 from tasks.lake.compact import compact_files
 from tasks.lake.filesystem import lake_root
+from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMAS
-from tasks.lake.tables import ensure_lake
-from tasks.lake.views import connect, query, read
-from tasks.lake.writes import take_written, write_rows
+from tasks.lake.views import query
+from tasks.lake.writes import write_rows
 from tasks.records import now_utc
 
 # The tests of the bucket are slow (the moto server, sweeps writing through it); the others are not.
@@ -70,10 +70,10 @@ def json_rows(result: subprocess.CompletedProcess) -> list[dict]:
     return json.loads(result.stdout)
 
 
-def every_lake_row(lake: str) -> str:
+def every_lake_row(lake: Lake) -> str:
     """Every row of every table of the lake, as text (Parquet pages are compressed: scan rows)."""
-    return "\n".join(str(read(lake, f"SELECT * FROM read_parquet('{lake_root(lake)}/{table}/**/*.parquet', "
-                                     "union_by_name = true)")) for table in SCHEMAS)
+    return "\n".join(str(lake.read(f"SELECT * FROM read_parquet('{lake.root}/{table}/**/*.parquet', "
+                                   "union_by_name = true)")) for table in SCHEMAS)
 
 
 # --- configuration: no server needed --------------------------------------------------------------
@@ -104,7 +104,7 @@ def test_sweep_cached_sweep_sql_rescore_and_report_on_a_bucket(s3, tmp_path):
     secret_model_key = "sk-never-stored-" + "Z9" * 12
     with FakeServer() as fake:
         cfg = s3_config(tmp_path, s3, fake.api_base, "sweeps/lake", model_extra={"api_key_env": "FAKE_KEY"})
-        lake = s3.lake("sweeps/lake")
+        lake = Lake(s3.lake("sweeps/lake"))
         first = cli(s3, "sweep", "--config", str(cfg), FAKE_KEY=secret_model_key)
         assert first.returncode == 0, first.stdout + first.stderr
         n = len(fake.state.seen)
@@ -126,7 +126,7 @@ def test_sweep_cached_sweep_sql_rescore_and_report_on_a_bucket(s3, tmp_path):
     run_files = [k.rsplit("/", 1)[1] for k in keys if k.startswith(f"sweeps/lake/runs/day={today}/")]
     assert len(run_files) == 2 and all(n.startswith("merged-") for n in run_files), run_files
 
-    runs = read(lake, "SELECT status, n_sent, n_cached FROM runs ORDER BY started_at")
+    runs = lake.read("SELECT status, n_sent, n_cached FROM runs ORDER BY started_at")
     assert [(r["status"], r["n_sent"], r["n_cached"]) for r in runs] == [("completed", 5, 0), ("completed", 0, 5)]
     ok = json_rows(cli(s3, "sql", "--format", "json", "--config", str(cfg),
                        "SELECT count(*) AS n, count(DISTINCT request_id) AS d FROM responses WHERE status = 'ok'"))
@@ -138,11 +138,11 @@ def test_sweep_cached_sweep_sql_rescore_and_report_on_a_bucket(s3, tmp_path):
 
     rescored = cli(s3, "rescore", "--config", str(cfg))
     assert rescored.returncode == 0, rescored.stdout + rescored.stderr
-    assert read(lake, "SELECT count(*) AS n FROM runs WHERE kind = 'rescore' AND status = 'completed'") == [{"n": 1}]
+    assert lake.read("SELECT count(*) AS n FROM runs WHERE kind = 'rescore' AND status = 'completed'") == [{"n": 1}]
     report = cli(s3, "report", "--config", str(cfg), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stdout + report.stderr
     assert (tmp_path / "report" / "report.html").exists()
-    assert read(lake, "SELECT count(*) > 0 AS written FROM raw_computed_bootstrap") == [{"written": True}]
+    assert lake.read("SELECT count(*) > 0 AS written FROM raw_computed_bootstrap") == [{"written": True}]
 
     # Credentials never reach the lake or the output: the bucket's secret, the model's API key.
     everything = every_lake_row(lake)
@@ -158,43 +158,44 @@ def test_sigkill_mid_sweep_then_resume_sends_only_what_was_not_stored(s3, tmp_pa
     with FakeServer(state) as fake:
         cfg = s3_config(tmp_path, s3, fake.api_base, "killed/lake", n_max=150, model_extra={"concurrency": 2},
                         sweep_extra={"batch_size": 4})
-        lake = s3.lake("killed/lake")
+        lake = Lake(s3.lake("killed/lake"))
         sigkill_sweep_when(
             cfg, process_env(s3.env()),
             lambda: bool([k for k in s3.keys("killed/lake/responses/") if "1970" not in k]) and len(state.seen) >= 8,
             "no responses were written in time")
         assert len(state.seen) < 30, "the kill came after the sweep was done"
-        stored = read(lake, "SELECT count(*) AS n FROM responses WHERE status = 'ok'")[0]["n"]
+        stored = lake.read("SELECT count(*) AS n FROM responses WHERE status = 'ok'")[0]["n"]
         assert stored >= 1
 
         again = cli(s3, "sweep", "--config", str(cfg))
         assert again.returncode == 0, again.stdout + again.stderr
-    rows = read(lake, """
+    rows = lake.read("""
         SELECT r.request_id, count(s.response_id) FILTER (WHERE s.status = 'ok') AS ok
         FROM (SELECT DISTINCT request_id FROM run_requests) r LEFT JOIN responses s USING (request_id)
         GROUP BY r.request_id""")
     assert len(rows) == 30 and all(r["ok"] == 1 for r in rows), [r for r in rows if r["ok"] != 1]
-    last = read(lake, "SELECT n_sent, n_cached FROM runs WHERE status = 'completed'")
+    last = lake.read("SELECT n_sent, n_cached FROM runs WHERE status = 'completed'")
     assert last == [{"n_sent": 30 - stored, "n_cached": stored}]
 
 
 _SLOW_WRITER = """
 import os, sys
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 # About 48 MB of incompressible text: several parts of a multipart upload.
 rows = [{"response_id": f"big-{i}", "status": "ok", "text": os.urandom(24_000).hex()} for i in range(1000)]
 print("writing", flush=True)
-write_rows(sys.argv[1], "responses", rows)
+write_rows(Lake(sys.argv[1]), "responses", rows)
 print("written", flush=True)
 """
 
 
 @pytest.mark.slow
 def test_a_writer_killed_mid_upload_leaves_nothing_a_reader_sees(s3, tmp_path):
-    lake = s3.lake("upload/lake")
-    ensure_lake(lake)
+    lake = Lake(s3.lake("upload/lake"))
+    lake.ensure()
     client = s3.client()
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, lake], cwd=REPO, env=s3.env(),
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, lake.location], cwd=REPO, env=s3.env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
@@ -210,7 +211,7 @@ def test_a_writer_killed_mid_upload_leaves_nothing_a_reader_sees(s3, tmp_path):
     [upload] = client.list_multipart_uploads(Bucket=s3_server.BUCKET, Prefix="upload/lake/")["Uploads"]
     assert upload["Key"] not in s3.keys("upload/lake/")
     assert [k for k in s3.keys("upload/lake/responses/") if "1970" not in k] == []
-    assert read(lake, "SELECT count(*) AS n FROM responses") == [{"n": 0}]
+    assert lake.read("SELECT count(*) AS n FROM responses") == [{"n": 0}]
 
     # Two writers of one table at the same instant keep both files: keys never collide.
     from concurrent.futures import ThreadPoolExecutor
@@ -219,24 +220,24 @@ def test_a_writer_killed_mid_upload_leaves_nothing_a_reader_sees(s3, tmp_path):
         paths = list(pool.map(lambda i: write_rows(lake, "responses", [{"response_id": f"r{i}", "status": "ok"}]),
                               range(16)))
     assert len(set(paths)) == 16
-    assert read(lake, "SELECT count(DISTINCT response_id) AS n FROM responses") == [{"n": 16}]
+    assert lake.read("SELECT count(DISTINCT response_id) AS n FROM responses") == [{"n": 16}]
 
 
 @pytest.mark.slow
 def test_a_query_that_finds_a_file_compacted_away_runs_again_on_a_new_listing(s3, monkeypatch):
     # No file kept in memory: a file the connection listed is read from the bucket when a query needs it.
     monkeypatch.setattr(filesystem, "_BLOBS_MAX", 0)
-    lake = s3.lake("vanish/lake")
-    ensure_lake(lake)
-    take_written(lake)
+    lake = Lake(s3.lake("vanish/lake"))
+    lake.ensure()
+    lake.take_written()
     for i in range(4):
         write_rows(lake, "responses", [{"response_id": f"r{i}", "status": "ok"}])
-    con = connect(lake)
+    con = lake.connect()
     try:
         # The connection lists the table's keys (and keeps the listing) without opening a file...
-        assert query(con, f"SELECT count(*) AS n FROM glob('{lake_root(lake)}/responses/**/part-*.parquet')") == [{"n": 4}]
+        assert query(con, f"SELECT count(*) AS n FROM glob('{lake.root}/responses/**/part-*.parquet')") == [{"n": 4}]
         # ...then a compaction replaces the four files by a merged one and deletes them.
-        assert compact_files(lake, take_written(lake)).deleted == 4
+        assert compact_files(lake, lake.take_written()).deleted == 4
         assert query(con, "SELECT count(*) AS n, count(DISTINCT response_id) AS d FROM responses") == [{"n": 4, "d": 4}]
     finally:
         con.close()
@@ -259,7 +260,7 @@ def test_wrong_credentials_exit_2_and_write_nothing(s3, tmp_path):
     assert s3.keys("denied/") == []
     assert not (tmp_path / "wh").exists()
     with pytest.raises(LakeError, match="bucket exists"):
-        ensure_lake(s3.lake("denied/lake").replace(s3_server.BUCKET, "no-such-bucket"))
+        Lake(s3.lake("denied/lake").replace(s3_server.BUCKET, "no-such-bucket")).ensure()
 
 
 # --- a relocatable warehouse ----------------------------------------------------------------------

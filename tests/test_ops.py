@@ -35,7 +35,7 @@ from conftest import REPO, fake_model_config, run_cli
 from fakes import FakeProvider, FakeServer
 from s3_server import free_port
 from tasks.config import ConfigError, load_config
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.models.limits import (
     LimitSpec,
     SharedLimiter,
@@ -212,7 +212,7 @@ def worker_logs(ops: Ops) -> str:
 
 
 def lake_query(warehouse: Path, sql: str, params=None):
-    return read(str(warehouse / "lake"), sql, params)
+    return Lake(str(warehouse / "lake")).read(sql, params)
 
 
 def assert_one_ok_response_per_request(warehouse: Path, run_id: str) -> int:
@@ -301,7 +301,7 @@ def test_a_missing_shared_limit_stops_the_call_stage(ops, tmp_path, monkeypatch)
         dataset, items = generate_task("symmetry", "closure", cfg.task_params("symmetry", "closure"), 0)
         rows = [item_row(i, dataset) for i in items]
         with pytest.raises(SharedLimitError, match="invarbench-never-deployed-concurrency"):
-            run_calls(rows, "never-deployed", cfg.model("never-deployed"), "r1", cfg.lake_path)
+            run_calls(rows, "never-deployed", cfg.model("never-deployed"), "r1", Lake(cfg.lake_path))
         assert fake.state.seen == []
 
         # The acquisition itself is strict too (a limit deleted after the batch started).
@@ -387,15 +387,15 @@ def test_two_workers_share_a_dispatched_sweep_on_one_bucket(ops, s3, tmp_path, m
     logs = [p.read_text(errors="replace") for p in ops.workers]
     assert all(any(str(c.id) in log for c in children) for log in logs), worker_logs(ops)
 
-    lake = s3.lake("dispatched/lake")
-    rows = read(lake, """
+    lake = Lake(s3.lake("dispatched/lake"))
+    rows = lake.read("""
         SELECT r.request_id, count(s.response_id) AS n, count(*) FILTER (WHERE s.status = 'ok') AS ok
         FROM (SELECT DISTINCT request_id FROM run_requests) r LEFT JOIN responses s USING (request_id)
         GROUP BY r.request_id""")
     assert len(rows) == 12 and all(r["n"] == 1 and r["ok"] == 1 for r in rows), rows
     assert len(state.seen) == 12 and len(set(state.contents())) == 12
     assert not (tmp_path / "wh" / "lake").exists()  # every worker wrote to the bucket, none locally
-    [row] = read(lake, "SELECT status, flow_run_id FROM runs")
+    [row] = lake.read("SELECT status, flow_run_id FROM runs")
     assert row == {"status": "completed", "flow_run_id": str(run.id)}
 
     # The bucket's secret reached neither the Prefect artifacts nor the workers' logs.

@@ -21,11 +21,11 @@ from conftest import (REPO, TEST_CLAIM_SETTLE_S, fake_model_config, lake_files, 
                       write_config)
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 
 
 def lake_query(warehouse, sql, params=None):
-    return read(str(warehouse / "lake"), sql, params)
+    return Lake(str(warehouse / "lake")).read(sql, params)
 
 
 def test_ledger_is_the_cache(tmp_path):

@@ -14,8 +14,8 @@ import s3_server
 from conftest import running_s3_server, write_config
 from flows.cli import app
 from tasks.items.generate import generate_task, item_row
+from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMA_FILE
-from tasks.lake.tables import ensure_lake, read_only
 from tasks.lake.writes import write_rows
 
 READS = [["sql", "SELECT count(*) AS n FROM items", "--format", "json"],
@@ -42,9 +42,9 @@ def local_files(root) -> dict[str, tuple[int, int]]:
 
 def test_reads_write_nothing_to_a_local_lake_of_an_earlier_release(tmp_path):
     lake = tmp_path / "wh" / "lake"
-    ensure_lake(str(lake))
+    Lake(str(lake)).ensure()
     rows = items()
-    write_rows(str(lake), "items", rows)
+    write_rows(Lake(str(lake)), "items", rows)
     (lake / "dataset_items" / "day=1970-01-01" / SCHEMA_FILE).unlink()  # written before the table existed
     cfg = write_config(tmp_path / "cfg.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
     before = local_files(lake)
@@ -62,8 +62,8 @@ def test_reads_of_a_warehouse_never_written_create_no_lake(tmp_path):
 
 
 def test_a_write_inside_read_only_raises(tmp_path):
-    with read_only(), pytest.raises(RuntimeError, match="read-only"):
-        write_rows(str(tmp_path / "lake"), "items", items())
+    with pytest.raises(RuntimeError, match="read-only"):
+        write_rows(Lake(str(tmp_path / "lake"), read_only=True), "items", items())
     assert not (tmp_path / "lake").exists()
 
 
@@ -80,8 +80,8 @@ def objects(s3: s3_server.S3Server) -> dict[str, tuple[str, object]]:
 
 
 def test_reads_issue_no_put_on_an_object_store_lake(s3, tmp_path):
-    lake = s3.lake("old/lake")
-    ensure_lake(lake)
+    lake = Lake(s3.lake("old/lake"))
+    lake.ensure()
     rows = items()
     write_rows(lake, "items", rows)
     s3.client().delete_object(Bucket=s3_server.BUCKET, Key=f"old/lake/dataset_items/day=1970-01-01/{SCHEMA_FILE}")

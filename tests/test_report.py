@@ -19,7 +19,6 @@ from conftest import write_config
 from flows.cli import app
 from lake_fixtures import LakeBuilder, status_of
 from tasks.config import load_config
-from tasks.lake.views import connect
 from tasks.report.data import SNAPSHOT, load, snapshot_intermediates
 from tasks.report.html import build_report
 
@@ -110,10 +109,10 @@ def _rows(frame) -> list[str]:
 
 def test_report_frames_read_one_snapshot_with_the_views_results(tmp_path):
     lake = rich_lake(tmp_path)
-    con = connect(lake.lake)
+    con = lake.lake.connect()
     try:
         frames = load(con, 0.6)
-        plain = connect(lake.lake)
+        plain = lake.lake.connect()
         try:
             # the same rows as the views give on a connection without the snapshot
             for name, view in (("by_bin", "accuracy_by_task_bin"), ("flips", "flip_patterns"),

@@ -12,7 +12,7 @@ from conftest import TEST_CLAIM_SETTLE_S, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.cli import app
 from tasks.config import Config, ConfigError, load_config
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.suites import SUITES, suite_tasks
 
 CSV = """id,category,euclid,coord,vector,answer
@@ -107,7 +107,7 @@ def test_sweep_filters_through_the_cli(tmp_path):
         bad = run_cli("sweep", "--config", str(cfg), "--task", "nosuch")
         assert bad.returncode == 2 and "--task nosuch: no suite has this task" in bad.stderr
         assert lake_files(tmp_path / "wh") == files  # nothing written
-    runs = read(str(tmp_path / "wh" / "lake"), """
+    runs = Lake(str(tmp_path / "wh" / "lake")).read("""
         SELECT r.run_id, list(DISTINCT i.dataset_id ORDER BY i.dataset_id) AS datasets,
                list(DISTINCT i.suite || '.' || i.task ORDER BY i.suite || '.' || i.task) AS tasks, count(*) AS n
         FROM run_trials r JOIN trial_scores t USING (trial_id) JOIN items i ON i.item_id = t.item_id

@@ -15,6 +15,7 @@ import statsmodels.formula.api as smf
 from lake_fixtures import LakeBuilder, status_of
 from tasks.analysis import bootstrap, stats
 from tasks.lake.compact import compact_lake
+from tasks.lake.lake import Lake
 
 GEO = ["euclid", "coord", "vector"]
 
@@ -253,8 +254,8 @@ def test_a_stored_computation_is_current_until_what_it_read_changes(tmp_path):
     assert stats.stored_computation(lake.lake, resamples=10, seed=1) is None
     stats.compute_stats(lake.lake, run_id="r1", resamples=10, seed=0)  # another scope changes nothing
     assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
-    copy = shutil.copytree(lake.lake, tmp_path / "copied" / "lake")  # a copied warehouse keeps them
-    assert stats.stored_computation(str(copy), resamples=10, seed=0) == summary["computation_id"]
+    copy = shutil.copytree(lake.lake.location, tmp_path / "copied" / "lake")  # a copied warehouse keeps them
+    assert stats.stored_computation(Lake(str(copy)), resamples=10, seed=0) == summary["computation_id"]
     # merging small files keeps every row, and so the statistics
     assert compact_lake(lake.lake, before=dt.date.today() + dt.timedelta(days=1)).merged > 0
     assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]

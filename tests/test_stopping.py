@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 from conftest import REPO, fake_model_config
 from fakes import FakeProvider, FakeServer
 from flows.cli import app
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 
 N_ITEMS = 40  # closure n = 5, 10, ..., 200
 STOP_AFTER = 6  # requests the provider has seen when the sweep is stopped (4 at once: some in flight)
@@ -36,7 +36,7 @@ WAIT_S = 300  # start-up of a CLI sweep on a busy machine; only a guard against 
 
 
 def lake_query(tmp_path: Path, sql: str, params=None):
-    return read(str(tmp_path / "wh" / "lake"), sql, params)
+    return Lake(str(tmp_path / "wh" / "lake")).read(sql, params)
 
 
 def children(pid: int) -> list[int]:
@@ -257,7 +257,7 @@ def test_the_call_stage_starts_no_new_call_and_keeps_those_in_flight(tmp_path):
                 before = len(state.seen)
                 stopper = threading.Thread(target=stop_when_sent, args=(before + 4,))
                 stopper.start()
-                stats = run_calls(rows, "fake", cfg.model("fake"), "r1", cfg.lake_path, sweep=cfg.sweep)
+                stats = run_calls(rows, "fake", cfg.model("fake"), "r1", Lake(cfg.lake_path), sweep=cfg.sweep)
                 stopper.join()
                 assert len(state.seen) - before == 4  # the 4 in flight; no new call after the stop
                 stored = lake_query(home, "SELECT count(*) AS n FROM responses")[0]["n"]

@@ -13,7 +13,7 @@ import pytest
 from conftest import sigkill_sweep_when, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.models.cost import BudgetExceeded
 
 
@@ -33,7 +33,7 @@ def two_model_config(tmp_path, models: dict[str, dict], n_max: int, sweep_extra:
 
 
 def lake_query(tmp_path, sql, params=None):
-    return read(str(tmp_path / "wh" / "lake"), sql, params)
+    return Lake(str(tmp_path / "wh" / "lake")).read(sql, params)
 
 
 def per_model(tmp_path, sql):

@@ -14,8 +14,8 @@ from flows.sweep import sweep
 from lake_fixtures import LakeBuilder
 from tasks.import_plan import store_import
 from tasks.imports import plan_import
+from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMA_FILE, SCHEMAS
-from tasks.lake.views import read
 from tasks.scoring.parse import parse
 from tasks.scoring.score import judge, parse_responses, score_trials
 from tasks.scoring.selection import Selection
@@ -75,8 +75,8 @@ def test_a_sweep_stores_the_finish_reason_and_counts_truncated_trials(tmp_path):
     with FakeServer(state) as server:
         summary = sweep(str(fake_model_config(tmp_path, server.api_base)))
     assert summary["requests"] == 5
-    lake = str(tmp_path / "wh" / "lake")
-    rows = read(lake, """
+    lake = Lake(str(tmp_path / "wh" / "lake"))
+    rows = lake.read("""
         SELECT i.gold, r.finish_reason, p.status AS parse_status, s.status
         FROM responses r JOIN requests q USING (request_id) JOIN items i USING (item_id)
         JOIN parses p USING (response_id) JOIN scores s ON s.trial_id = q.trial_id
@@ -88,11 +88,11 @@ def test_a_sweep_stores_the_finish_reason_and_counts_truncated_trials(tmp_path):
         ("20", "length", "ok", "correct"),
         ("25", "stop", "ok", "correct"),  # finished: the last number is its answer, as before
     ]
-    counts = read(lake, """SELECT sum(n_scored) AS n_scored, sum(n_correct) AS n_correct,
+    counts = lake.read("""SELECT sum(n_scored) AS n_scored, sum(n_correct) AS n_correct,
                                   sum(n_unparsable) AS n_unparsable, sum(n_truncated) AS n_truncated
                            FROM accuracy_by_bin""")
     assert counts == [{"n_scored": 5, "n_correct": 3, "n_unparsable": 0, "n_truncated": 2}]
-    outcomes = read(lake, "SELECT n_truncated, n_scored FROM outcomes_by_task")
+    outcomes = lake.read("SELECT n_truncated, n_scored FROM outcomes_by_task")
     assert outcomes == [{"n_truncated": 2, "n_scored": 5}]
 
 
@@ -110,12 +110,12 @@ def test_an_old_lake_without_the_column_reads_it_as_unknown(tmp_path):
             assert pq.read_schema(path).names == old.names
     assert all("finish_reason" not in pq.read_schema(p).names for p in (tmp_path / "wh").rglob("responses/**/*.parquet"))
     lake = builder.lake
-    assert read(lake, "SELECT finish_reason FROM ledger") == [{"finish_reason": None}]
+    assert lake.read("SELECT finish_reason FROM ledger") == [{"finish_reason": None}]
     selection = Selection(run_ids=())
     parse_responses(lake, selection)
     score_trials(lake, selection, "rescore")
     # unknown is not a cut: the old rule stands, and the trial is scored
-    assert read(lake, "SELECT status, predicted FROM scores WHERE trial_id = ?", [trial_id]) == [
+    assert lake.read("SELECT status, predicted FROM scores WHERE trial_id = ?", [trial_id]) == [
         {"status": "correct", "predicted": "1"}]
 
 
@@ -142,9 +142,9 @@ def test_an_import_carries_the_finish_reason_of_its_file(tmp_path):
                       f"What is 1?,1,{REPEATED},length\n"
                       "What is 2?,2,Answer: 2,length\n"
                       f"What is 3?,1,{REPEATED},\n", encoding="utf-8")
-    lake = str(tmp_path / "wh" / "lake")
+    lake = Lake(str(tmp_path / "wh" / "lake"))
     store_import(plan_import(source, "other-lab"), lake, "import-run")
-    rows = read(lake, """SELECT i.gold, r.finish_reason, s.status FROM responses r JOIN requests q USING (request_id)
+    rows = lake.read("""SELECT i.gold, r.finish_reason, s.status FROM responses r JOIN requests q USING (request_id)
                          JOIN items i USING (item_id) JOIN scores s ON s.trial_id = q.trial_id ORDER BY i.prompt""")
     assert [(r["gold"], r["finish_reason"], r["status"]) for r in rows] == [
         ("1", "length", "truncated"), ("2", "length", "correct"), ("1", None, "correct")]

@@ -15,15 +15,15 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench import warehouse  # noqa: E402
-from tasks.lake.views import read  # noqa: E402
+from tasks.lake.lake import Lake  # noqa: E402
 from tasks.scoring.parse import parser_version  # noqa: E402
 
 
 def test_written_warehouse_is_read_by_the_views(tmp_path):
     built = warehouse.build(tmp_path / "wh", rows=480, rows_per_file=100)
-    lake = built["lake"]
+    lake = Lake(built["lake"])
     assert built["items"] == 480 // (warehouse.MODELS * warehouse.SAMPLES)
-    counts = read(lake, """SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM run_requests) AS requests,
+    counts = lake.read("""SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM run_requests) AS requests,
                                   (SELECT count(*) FROM ledger) AS ledger, (SELECT count(*) FROM trial_scores) AS trials,
                                   (SELECT count(*) FROM responses WHERE status = 'error') AS errors,
                                   (SELECT count(*) FROM parses) AS parses""")[0]
@@ -31,12 +31,12 @@ def test_written_warehouse_is_read_by_the_views(tmp_path):
     assert counts["requests"] == counts["ledger"] == counts["trials"] == built["rows"] == 480
     assert counts["parses"] == 480 - counts["errors"]
     # Several part files per table (rows_per_file), each in a day partition, as the lake has them.
-    assert len(list(Path(lake, "responses").glob("day=*/part-*.parquet"))) > warehouse.MODELS
+    assert len(list(Path(lake.root, "responses").glob("day=*/part-*.parquet"))) > warehouse.MODELS
     # Families: symmetry placements in fours, geometry representations in threes.
-    sizes = {(r["suite"], r["n"]) for r in read(
-        lake, "SELECT suite, count(*) AS n FROM items GROUP BY suite, family_id")}
+    sizes = {(r["suite"], r["n"]) for r in lake.read(
+        "SELECT suite, count(*) AS n FROM items GROUP BY suite, family_id")}
     assert sizes == {("symmetry", 4), ("geometry", 3), ("lissard", 1)}
     # Every stored parse is of an older version than the current parser's: a rescore redoes all.
-    versions = {r["parser_version"] for r in read(lake, "SELECT DISTINCT parser_version FROM parses")}
+    versions = {r["parser_version"] for r in lake.read("SELECT DISTINCT parser_version FROM parses")}
     assert versions.isdisjoint({parser_version(t) for t in ("integer", "text", "math")})
-    assert read(lake, "SELECT count(*) AS n FROM accuracy_by_bin")[0]["n"] > 0
+    assert lake.read("SELECT count(*) AS n FROM accuracy_by_bin")[0]["n"] > 0

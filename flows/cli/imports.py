@@ -51,15 +51,17 @@ def _import_foreign(source: Path, fmt: str, mapping: Optional[Path], config: Opt
     from flows.sweep import headline
     from tasks.imports import ImportRejected
     from tasks.interop import plan_foreign
+    from tasks.lake.lake import Lake
 
+    lake = Lake(cfg.lake_path)
     try:  # checked here, before the flow starts Prefect, as a table import is
-        plan_foreign(source, fmt, cfg.lake_path, mapping)
+        plan_foreign(source, fmt, lake, mapping)
     except ImportRejected as exc:
         fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     result = import_foreign(str(source), fmt, str(mapping) if mapping else None, str(config) if config else None)
     for summary in result["runs"]:
-        print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(cfg.lake_path, summary["run_id"])],
+        print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(lake, summary["run_id"])],
                    title=f"run {summary['run_id']}, {summary['model']}: accuracy per task and bin")
         console.print(summary["message"], highlight=False, soft_wrap=True)
     console.print(f"{fmt}: {len(result['runs'])} run(s), one per model; prefect flow run: "
@@ -109,13 +111,14 @@ def import_responses(
     from flows.imports import import_responses as import_flow
     from flows.sweep import headline
     from tasks.imports import ImportRejected, plan_import
+    from tasks.lake.lake import Lake
 
     try:  # checked here, before the flow starts Prefect: a bad file costs a fraction of a second
         plan_import(file, model)
     except ImportRejected as exc:
         fail(str(exc))
     summary = import_flow(str(file), model, str(config) if config else None)
-    print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(cfg.lake_path, summary["run_id"])],
+    print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(Lake(cfg.lake_path), summary["run_id"])],
                title=f"run {summary['run_id']}: accuracy per task and bin")
     types = ", ".join(f"{task}: {t}" for task, t in sorted(summary["answer_types"].items()))
     console.print(f"{summary['message']}\n{summary['items']} items, {summary['requests']} requests; "

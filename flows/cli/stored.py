@@ -4,22 +4,23 @@ what the lake stores before any flow starts."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tasks.config import ConfigError
 
+if TYPE_CHECKING:  # the lake's modules load DuckDB and pyarrow: not for every command line
+    from tasks.lake.lake import Lake
 
-def lake_exists(lake: str) -> bool:
+
+def lake_exists(lake: Lake) -> bool:
     """Whether anything was ever stored in ``lake`` (an object-store lake is assumed to exist)."""
-    from tasks.lake.filesystem import is_url, lake_root
-
-    return is_url(lake) or Path(lake_root(lake)).is_dir()
+    return lake.is_url or Path(lake.root).is_dir()
 
 
-def check_stored(lake: str, option: str, values: list[str]) -> None:
+def check_stored(lake: Lake, option: str, values: list[str]) -> None:
     """Raise ConfigError naming the ``values`` of ``option`` the lake holds nothing of, before any
     flow starts. ``option`` is ``sweep.datasets``, ``--run``, ``--model`` or ``--suite``."""
     from flows.stages import check_datasets
-    from tasks.lake.views import read
 
     if not values:
         return
@@ -29,8 +30,8 @@ def check_stored(lake: str, option: str, values: list[str]) -> None:
         check_datasets(lake, values)
         return
     column, view, listing = STORED_NAMES[option]
-    found = {r["name"] for r in read(lake, f"SELECT DISTINCT {column} AS name FROM {view} "
-                                     f"WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [values])}
+    found = {r["name"] for r in lake.read(f"SELECT DISTINCT {column} AS name FROM {view} "
+                                          f"WHERE {column} IN (SELECT unnest(?::VARCHAR[]))", [values])}
     missing = [v for v in values if v not in found]
     if missing:
         raise ConfigError(f"{option} {', '.join(missing)}: nothing stored by that name; see {listing}")

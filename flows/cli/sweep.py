@@ -38,7 +38,9 @@ def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[
     try:
         cfg = load(config, overrides).select(**select)
         if cfg.sweep.datasets:
-            check_stored(cfg.lake_path, "sweep.datasets", cfg.sweep.datasets)
+            from tasks.lake.lake import Lake
+
+            check_stored(Lake(cfg.lake_path), "sweep.datasets", cfg.sweep.datasets)
         check_generators(cfg)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))

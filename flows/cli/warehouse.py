@@ -37,7 +37,7 @@ def sql(
     import duckdb
 
     from tasks.lake.catalog import open_catalog
-    from tasks.lake.tables import read_only
+    from tasks.lake.lake import Lake
     from tasks.lake.views import query
 
     if fmt not in ("table", "csv", "json"):
@@ -57,8 +57,7 @@ def sql(
     try:
         # Rebuilt first when built for another lake (a copied or moved warehouse) or older sql/;
         # read-only, so that read-only credentials do (the catalog is a local file of views).
-        with read_only():
-            con = open_catalog(catalog, cfg.lake_path)
+        con = open_catalog(catalog, Lake(cfg.lake_path, read_only=True))
     except LakeError as exc:
         fail(str(exc))
     except duckdb.IOException as exc:
@@ -85,15 +84,16 @@ def shell(config: Optional[Path] = ConfigOpt) -> None:
 
     from tasks.lake.catalog import open_catalog
     from tasks.lake.engine import s3_shell_sql, shell_command
-    from tasks.lake.filesystem import is_url
+    from tasks.lake.lake import Lake
 
     cfg = load(config, suites=False)
     with tempfile.TemporaryDirectory() as tmp:
         init = None
         try:
             # Rebuilt first when missing, written by another DuckDB, or built for another lake or sql/.
-            open_catalog(cfg.catalog_path, cfg.lake_path).close()
-            if is_url(cfg.lake_path):  # credentials in a private file, never on a command line
+            lake = Lake(cfg.lake_path)
+            open_catalog(cfg.catalog_path, lake).close()
+            if lake.is_url:  # credentials in a private file, never on a command line
                 init = Path(tmp) / "init.sql"
                 init.write_text(s3_shell_sql(cfg.warehouse.endpoint_url, cfg.warehouse.region), encoding="utf-8")
             command = shell_command(cfg.catalog_path, init)
@@ -115,14 +115,13 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, min=1
     Tokens and cost (USD) are what the run paid for (answers from the ledger cost nothing), in
     total and per model; a cost is empty when no response of the run has a price.
     """
-    from tasks.lake.tables import read_only
+    from tasks.lake.lake import Lake
     from tasks.runs.lifecycle import list_runs
 
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = load(config, suites=False)
-    with read_only():
-        rows = list_runs(cfg.lake_path, limit)
+    rows = list_runs(Lake(cfg.lake_path, read_only=True), limit)
     if fmt == "table":  # cents are too coarse for small runs
         rows = [{**r, "cost_usd": None if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"} for r in rows]
     emit_rows(rows, fmt, title="runs")
@@ -140,11 +139,12 @@ def compact(config: Optional[Path] = ConfigOpt,
     touched, where no run writes; run one at a time.
     """
     from tasks.lake.compact import compact_lake
+    from tasks.lake.lake import Lake
 
     day = parse_date("--before", before)
     cfg = load(config, suites=False)
     with progress_bars():
-        stats = compact_lake(cfg.lake_path, day)
+        stats = compact_lake(Lake(cfg.lake_path), day)
     console.print(f"merged {stats.merged} file(s) into {stats.written}; deleted {stats.deleted} file(s)",
                   highlight=False)
 
@@ -177,11 +177,13 @@ def rescore(
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Re-parse and re-score stored responses with the current parser and scorer; calls no model."""
+    from tasks.lake.lake import Lake
+
     since_date = parse_date("--since", since)
     cfg = load(config)
     try:
         for option, values in (("--run", run), ("--model", model), ("--suite", suite)):
-            check_stored(cfg.lake_path, option, list(values or []))
+            check_stored(Lake(cfg.lake_path), option, list(values or []))
     except ConfigError as exc:
         fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")

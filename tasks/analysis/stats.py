@@ -53,8 +53,9 @@ import polars as pl
 
 from tasks.analysis.bootstrap import accuracy_intervals, gap_intervals, invariance_intervals
 from tasks.analysis.regression import REGRESSION_FEATURES, regressions
+from tasks.lake.lake import Lake
 from tasks.lake.sql import sql_files
-from tasks.lake.views import connect, query
+from tasks.lake.views import query
 from tasks.lake.writes import write_rows
 from tasks.records import now_utc
 
@@ -108,11 +109,11 @@ def inputs_digest(con) -> str:
 _DIGEST_VIEWS = " ".join(f"raw_{table}" for table in INPUT_TABLES)
 
 
-def stored_computation(lake: str, resamples: int, seed: int, level: float = 0.95) -> str | None:
+def stored_computation(lake: Lake, resamples: int, seed: int, level: float = 0.95) -> str | None:
     """The id of the latest computation of scope ``all`` when it is what :func:`compute_stats`
     would compute now: the same settings, its regressions stored, and nothing it read changed
     since (:func:`inputs_digest`); None otherwise."""
-    con = connect(lake, f"computed_bootstrap computed_regression {_DIGEST_VIEWS}")
+    con = lake.connect(f"computed_bootstrap computed_regression {_DIGEST_VIEWS}")
     try:
         rows = query(con, """
             SELECT DISTINCT computation_id, inputs_sha256, resamples, seed, level FROM computed_bootstrap
@@ -125,7 +126,7 @@ def stored_computation(lake: str, resamples: int, seed: int, level: float = 0.95
         con.close()
 
 
-def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, seed: int = 0,
+def compute_stats(lake: Lake, run_id: str | None = None, resamples: int = 1000, seed: int = 0,
                   level: float = 0.95) -> dict[str, Any]:
     """Compute every statistic over the scores of ``run_id`` (None: all runs) and append them.
 
@@ -134,7 +135,7 @@ def compute_stats(lake: str, run_id: str | None = None, resamples: int = 1000, s
     """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
-    con = connect(lake, f"trial_scores family_units_over variant_order {_DIGEST_VIEWS}")
+    con = lake.connect(f"trial_scores family_units_over variant_order {_DIGEST_VIEWS}")
     try:
         # Counted before the data is read: a row written meanwhile changes the digest later, so a
         # computation is never taken for current when it missed something.

@@ -10,11 +10,12 @@ from pathlib import Path
 
 from tasks.imports import ImportRejected
 from tasks.interop.mapping import ForeignImport, ItemIndex, plan_samples
+from tasks.lake.lake import Lake
 
 FORMATS = ("inspect", "lm-eval")
 
 
-def plan_foreign(source: Path, fmt: str, lake: str, mapping: Path | None = None) -> ForeignImport:
+def plan_foreign(source: Path, fmt: str, lake: Lake, mapping: Path | None = None) -> ForeignImport:
     """Read ``source`` (a file or folder of ``fmt``'s files) and map it onto the lake's items;
     raises ImportRejected (nothing written) when it cannot be read or nothing maps."""
     from tasks.interop import inspect, lm_eval

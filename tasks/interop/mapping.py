@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from tasks.import_plan import ImportPlan
 from tasks.imports import ImportRejected
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.models.call import trial_id
 from tasks.records import Request, Route
 
@@ -78,9 +78,9 @@ class ItemIndex:
             self.by_prompt.setdefault(normalise(row["prompt"]), []).append(row)
 
     @classmethod
-    def from_lake(cls, lake: str) -> "ItemIndex":
+    def from_lake(cls, lake: Lake) -> "ItemIndex":
         """Every stored item (the items view keeps one row per item id)."""
-        return cls(read(lake, "SELECT * FROM items ORDER BY item_id"))
+        return cls(lake.read("SELECT * FROM items ORDER BY item_id"))
 
     def find(self, sample: Sample) -> tuple[dict[str, Any] | None, str]:
         """(item row, "") or (None, the reason it maps to no item)."""

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.lake.filesystem import lake_root, register_lake
+from tasks.lake.filesystem import register_lake
+from tasks.lake.lake import Lake
 from tasks.lake.sql import SQL_DIR, sql_files
-from tasks.lake.tables import absent_tables, ensure_lake
-from tasks.lake.views import create_views
 
 
 # The catalog remembers which lake and which sql/ its views were built from, so a copied or moved
@@ -21,15 +20,15 @@ from tasks.lake.views import create_views
 _CATALOG_TABLE = "invarbench_catalog"
 
 
-def _catalog_stamp(lake: str) -> tuple[str, str]:
+def _catalog_stamp(lake: Lake) -> tuple[str, str]:
     import hashlib
 
     digest = hashlib.sha256()
     for path in sql_files():  # names too: moving a file between layers changes the load order
         digest.update(path.relative_to(SQL_DIR).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
     # views built while tables were absent read them as empty: rebuilt once the tables exist
-    digest.update(",".join(sorted(absent_tables(lake))).encode("utf-8"))
-    return lake_root(lake), digest.hexdigest()
+    digest.update(",".join(sorted(lake.absent_tables())).encode("utf-8"))
+    return lake.root, digest.hexdigest()
 
 
 # How DuckDB refuses a database file written in another storage format (a catalog written by
@@ -54,17 +53,17 @@ def _open_writable(catalog: Path, attempts: int) -> duckdb.DuckDBPyConnection:
     raise AssertionError("unreachable")
 
 
-def build_catalog(catalog: Path, lake: str, attempts: int = 20) -> Path:
+def build_catalog(catalog: Path, lake: Lake, attempts: int = 20) -> Path:
     """(Re)build the catalog file: views only, so it can be deleted and rebuilt at any time.
 
     Another process (a user's DuckDB shell) may hold the file; retry briefly, then give up
     with the lock error, since the lake itself is unaffected.
     """
-    ensure_lake(lake)
+    lake.ensure()
     catalog.parent.mkdir(parents=True, exist_ok=True)
     con = _open_writable(catalog, attempts)
     try:
-        create_views(con, lake)
+        lake.create_views(con)
         root, digest = _catalog_stamp(lake)
         con.execute(f"CREATE OR REPLACE TABLE {_CATALOG_TABLE} AS SELECT ? AS lake, ? AS sql_sha256", [root, digest])
     finally:
@@ -72,7 +71,7 @@ def build_catalog(catalog: Path, lake: str, attempts: int = 20) -> Path:
     return catalog
 
 
-def _catalog_is_current(catalog: Path, lake: str) -> bool:
+def _catalog_is_current(catalog: Path, lake: Lake) -> bool:
     try:
         con = duckdb.connect(str(catalog), read_only=True)
     except duckdb.Error:
@@ -86,11 +85,11 @@ def _catalog_is_current(catalog: Path, lake: str) -> bool:
     return stored == _catalog_stamp(lake)
 
 
-def open_catalog(catalog: Path, lake: str) -> duckdb.DuckDBPyConnection:
+def open_catalog(catalog: Path, lake: Lake) -> duckdb.DuckDBPyConnection:
     """The catalog, read-only, with views over ``lake``: rebuilt first when missing or built for
     another lake (a copied or moved warehouse) or another ``sql/``."""
     if not (catalog.exists() and _catalog_is_current(catalog, lake)):
         build_catalog(catalog, lake)
     con = duckdb.connect(str(catalog), read_only=True)
-    register_lake(con, lake)
+    register_lake(con, lake.location)
     return con

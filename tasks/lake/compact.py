@@ -35,7 +35,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import posixpath
-import threading
 import uuid
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -46,10 +45,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from tasks.lake.filesystem import atomic_writer, lake_filesystem, unusable_lake
+from tasks.lake.filesystem import atomic_writer, unusable_lake
+from tasks.lake.lake import Lake
 from tasks.lake.schemas import MERGED_PREFIX, REPLACES_KEY, SCHEMAS, conform
-from tasks.lake.tables import ensure_lake
-from tasks.lake.writes import take_written
 from tasks.records import now_utc
 from tasks.runs import progress
 
@@ -141,10 +139,10 @@ def _by_folder(files: Iterable[pafs.FileInfo]) -> dict[str, list[pafs.FileInfo]]
     return {folder: sorted(files, key=lambda f: f.path) for folder, files in folders.items()}
 
 
-def compact_files(lake: str, paths: Sequence[str]) -> CompactStats:
+def compact_files(lake: Lake, paths: Sequence[str]) -> CompactStats:
     """Merge the lake files ``paths`` (written by this process), per table and day folder, and
     delete them; a folder with one file is left as it is."""
-    fs, _ = lake_filesystem(lake)
+    fs, _ = lake.filesystem()
     stats = CompactStats()
     for folder, files in sorted(_by_folder(pafs.FileInfo(p, pafs.FileType.File) for p in paths).items()):
         if len(files) > 1:
@@ -154,14 +152,12 @@ def compact_files(lake: str, paths: Sequence[str]) -> CompactStats:
     return stats
 
 
-# What the units of this process's run compacted so far, per lake, for the run's final compaction,
-# and how many such files a folder may hold before they are merged again.
-_KEPT: dict[str, list[str]] = {}
+# How many files of the run's units (kept aside by the lake for the run's final compaction) a
+# folder may hold before they are merged again.
 _KEPT_MAX = 8
-_KEPT_LOCK = threading.Lock()
 
 
-def compact_written(lake: str, final: bool = True) -> CompactStats:
+def compact_written(lake: Lake, final: bool = True) -> CompactStats:
     """Merge the files this process has written to ``lake`` since its last compaction.
 
     Called when a run or a dispatched unit ends (``final``), and when a unit of a run ends
@@ -172,9 +168,8 @@ def compact_written(lake: str, final: bool = True) -> CompactStats:
     fails (a store that refuses a delete, a full disk) is logged and the files are left for
     ``invarbench compact``.
     """
-    paths = take_written(lake)
-    with _KEPT_LOCK:
-        kept = _KEPT.pop(lake, [])
+    paths = lake.take_written()
+    kept = lake.take_kept()
     if not final:
         # A query opens every file (about 15 ms each on a local disk, mostly its footer): a folder
         # that already keeps _KEPT_MAX of the run's files merges them with its new ones, so reads
@@ -190,8 +185,7 @@ def compact_written(lake: str, final: bool = True) -> CompactStats:
         log.warning("compaction of %d file(s) in %s failed; they stay as they are", len(paths), lake, exc_info=True)
         stats = CompactStats()
     if not final:  # set aside for the run's final merge, with the kept files a failed merge did not touch
-        with _KEPT_LOCK:
-            _KEPT.setdefault(lake, []).extend(kept + stats.files)
+        lake.keep(kept + stats.files)
     if stats.written:
         log.info("compacted %d file(s) into %d", stats.merged, stats.written)
     return stats
@@ -205,18 +199,18 @@ def _day(folder: str) -> dt.date | None:
         return None
 
 
-def compact_lake(lake: str, before: dt.date | None = None) -> CompactStats:
+def compact_lake(lake: Lake, before: dt.date | None = None) -> CompactStats:
     """Compact every day folder of every table before ``before`` (default: yesterday, UTC): delete
     the files a merged file names (left by a killed compaction), then merge what remains of the
     folder into one file. Shows progress per folder. Raises LakeError when the lake is unusable."""
     before = before or (now_utc().date() - dt.timedelta(days=1))
-    ensure_lake(lake)
-    fs, root = lake_filesystem(lake)
+    lake.ensure()
+    fs, root = lake.filesystem()
     try:
         listed = {table: fs.get_file_info(pafs.FileSelector(f"{root}/{table}", recursive=True, allow_not_found=True))
                   for table in SCHEMAS}
     except OSError as exc:
-        raise unusable_lake(lake, exc) from None
+        raise unusable_lake(lake.location, exc) from None
     folders = {folder: files for table in SCHEMAS
                for folder, files in _by_folder(i for i in listed[table] if i.type == pafs.FileType.File
                                                and i.path.endswith(".parquet")).items()

@@ -1,10 +1,11 @@
 """The lake as DuckLake tables (https://ducklake.select/docs/stable/specification/introduction).
 
-Work in progress for issue #31 stage 2: a :class:`Lake` owns the catalog (SQLite by default,
-Postgres for several machines), the data path (local or ``s3://``) and the one way to get a
-connection; every lake table of ``SCHEMAS`` is a DuckLake table; a chunk is committed in one
+Work in progress for issue #31 stage 2: a :class:`DuckLakeStore` owns the catalog (SQLite by
+default, Postgres for several machines), the data path (local or ``s3://``) and the one way to get
+a connection; every lake table of ``SCHEMAS`` is a DuckLake table; a chunk is committed in one
 transaction, retried on a conflict; compaction is DuckLake's merge, expire and cleanup; an old
-Parquet lake is imported once through its own ``lake_table`` macro. Not wired into the pipeline yet.
+Parquet lake is imported once through its own ``lake_table`` macro. Not wired into the pipeline yet:
+it is meant to become the storage behind ``tasks.lake.lake.Lake``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import duckdb
 import pyarrow as pa
 
 from tasks.lake.engine import load_extension
+from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.sql import SQL_DIR, _sql_statements, sql_defines
 
@@ -38,8 +40,8 @@ def _literal(value: str) -> str:
 
 
 @dataclass(frozen=True)
-class Lake:
-    """Where the lake lives: its DuckLake catalog and its data path, and how to connect to it.
+class DuckLakeStore:
+    """Where the lake lives as DuckLake: its catalog and its data path, and how to connect to it.
 
     ``catalog``: ``sqlite:/abs/path.sqlite`` or ``postgres:<libpq connection string>``;
     ``data_path``: an absolute folder or an ``s3://`` prefix (with ``secret``: the SQL options of a
@@ -51,7 +53,7 @@ class Lake:
     secret: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def local(cls, warehouse: Path) -> "Lake":
+    def local(cls, warehouse: Path) -> "DuckLakeStore":
         """The default lake: a SQLite catalog and local data under ``warehouse``."""
         root = Path(warehouse).expanduser().resolve()
         return cls(f"sqlite:{root / 'lake.sqlite'}", f"{root / 'lake-data'}/")
@@ -146,7 +148,7 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(stmt.sql)
 
 
-def import_parquet_lake(con: duckdb.DuckDBPyConnection, old_lake: str,
+def import_parquet_lake(con: duckdb.DuckDBPyConnection, old_lake: Lake,
                         progress: Callable[[str], None] | None = None) -> dict[str, int]:
     """Copy every table of an old Parquet lake (day folders, merged files) into the DuckLake
     tables, one transaction per table, through the old ``lake_table`` macro (which leaves out the
@@ -157,7 +159,7 @@ def import_parquet_lake(con: duckdb.DuckDBPyConnection, old_lake: str,
     old = duckdb.connect()
     for stmt in _sql_statements():
         if stmt.defines & sql_defines(SQL_DIR / "macros" / "lake_files.sql"):
-            old.execute(_lake_sql(stmt, old_lake))
+            old.execute(_lake_sql(stmt, old_lake.location))
     copied = {}
     for table in SCHEMAS:
         try:

@@ -1,35 +1,21 @@
 """Appends to the lake: each write one new Parquet file of the table's schema, under a key of its
-own, so writers never overwrite each other; and the files this process wrote, for compaction.
+own, so writers never overwrite each other; the lake notes the file for compaction.
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
 from typing import Any, Sequence
 
 import pyarrow as pa
 
-from tasks.lake.filesystem import atomic_write, lake_filesystem
+from tasks.lake.filesystem import atomic_write
+from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMAS, conform
-from tasks.lake.tables import _READ_ONLY
-from tasks.lake.views import read
 from tasks.records import now_utc
 
 
-# The files this process has written, per lake, until a compaction takes them (tasks.lake.compact).
-_WRITTEN: dict[str, list[str]] = {}
-_WRITTEN_LOCK = threading.Lock()
-
-
-def take_written(lake: str) -> list[str]:
-    """The paths of the files this process wrote to ``lake`` since the last call; each path is
-    handed out once, so two compactions in one process never merge the same file."""
-    with _WRITTEN_LOCK:
-        return _WRITTEN.pop(lake, [])
-
-
-def write_table(lake: str, table: str, data: pa.Table) -> str | None:
+def write_table(lake: Lake, table: str, data: pa.Table) -> str | None:
     """Append an Arrow table to ``table`` as one new Parquet file, as :func:`write_rows` does with
     dicts (same column rule); returns its path (None when no rows). Every lake write ends here.
 
@@ -38,19 +24,18 @@ def write_table(lake: str, table: str, data: pa.Table) -> str | None:
     """
     if not data.num_rows:
         return None
-    if _READ_ONLY.get():
+    if lake.read_only:
         raise RuntimeError(f"a read-only command tried to write to the lake table {table}")
     data = conform(table, data)
-    fs, root = lake_filesystem(lake)
+    fs, root = lake.filesystem()
     stamp = now_utc()
     target = f"{root}/{table}/day={stamp:%Y-%m-%d}/part-{stamp:%H%M%S%f}-{uuid.uuid4().hex}.parquet"
     atomic_write(fs, target, data)
-    with _WRITTEN_LOCK:
-        _WRITTEN.setdefault(lake, []).append(target)
+    lake.add_written(target)
     return target
 
 
-def write_rows(lake: str, table: str, rows: Sequence[dict[str, Any]]) -> str | None:
+def write_rows(lake: Lake, table: str, rows: Sequence[dict[str, Any]]) -> str | None:
     """Append ``rows`` to ``table`` as one new Parquet file; returns its path (None when no rows).
 
     Columns follow the table's schema exactly: a missing column is null, an unknown one an error.
@@ -66,20 +51,20 @@ def write_rows(lake: str, table: str, rows: Sequence[dict[str, Any]]) -> str | N
                                                          schema=schema))
 
 
-def write_new_items(lake: str, rows: Sequence[dict[str, Any]]) -> int:
+def write_new_items(lake: Lake, rows: Sequence[dict[str, Any]]) -> int:
     """Append the item rows the lake does not hold yet (items are content-addressed); returns how many."""
-    known = {r["item_id"] for r in read(
-        lake, "SELECT DISTINCT item_id FROM raw_items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))",
+    known = {r["item_id"] for r in lake.read(
+        "SELECT DISTINCT item_id FROM raw_items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))",
         [[r["item_id"] for r in rows]])}
     new = [r for r in rows if r["item_id"] not in known]
     write_rows(lake, "items", new)
     return len(new)
 
 
-def write_memberships(lake: str, dataset: str, item_ids: Sequence[str]) -> int:
+def write_memberships(lake: Lake, dataset: str, item_ids: Sequence[str]) -> int:
     """Record that ``dataset`` holds ``item_ids`` (the pairs not recorded yet); returns how many were new."""
-    known = {r["item_id"] for r in read(
-        lake, "SELECT item_id FROM dataset_items WHERE dataset_id = ?", [dataset])}
+    known = {r["item_id"] for r in lake.read(
+        "SELECT item_id FROM dataset_items WHERE dataset_id = ?", [dataset])}
     fresh = sorted(set(item_ids) - known)
     created = now_utc()
     write_rows(lake, "dataset_items", [{"dataset_id": dataset, "item_id": i, "created_at": created} for i in fresh])

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models.cost import Budget, estimate_cost
 from tasks.models.llm import litellm
@@ -79,26 +79,26 @@ async def _artifact(row: dict[str, Any]) -> None:
         description=f"invarbench batch job {row['batch_id']}: {row['status']}")
 
 
-async def record(lake: str, row: dict[str, Any]) -> None:
+async def record(lake: Lake, row: dict[str, Any]) -> None:
     """Write one state of a job to the lake, then show it as a Prefect artifact."""
     write_rows(lake, "batch_jobs", [row])
     await _artifact(row)
 
 
-def open_jobs(lake: str, model: str, api_base: str, request_ids: Sequence[str]) -> list[dict[str, Any]]:
+def open_jobs(lake: Lake, model: str, api_base: str, request_ids: Sequence[str]) -> list[dict[str, Any]]:
     """Jobs of this model and server, not yet stored, that hold any of ``request_ids``."""
     if not request_ids:
         return []
-    return read(lake, """
+    return lake.read("""
         SELECT * FROM batch_jobs
         WHERE model = ? AND coalesce(api_base, '') = ? AND status <> ?
           AND list_has_any(request_ids, ?::VARCHAR[])
         ORDER BY updated_at""", [model, api_base, STORED, list(request_ids)])
 
 
-def run_started(lake: str, run_id: str) -> dt.datetime:
+def run_started(lake: Lake, run_id: str) -> dt.datetime:
     """When the run started (now when it has no row, e.g. a call stage run on its own)."""
-    rows = read(lake, "SELECT started_at FROM runs WHERE run_id = ?", [run_id])
+    rows = lake.read("SELECT started_at FROM runs WHERE run_id = ?", [run_id])
     return rows[0]["started_at"] if rows and rows[0]["started_at"] else now_utc()
 
 
@@ -130,12 +130,12 @@ def _line_response(caller: Caller, line: dict[str, Any], latency_s: float) -> Re
                            1, latency_s, None, None, None)
 
 
-async def collect(caller: Caller, lake: str, job: Any, request_ids: Sequence[str]) -> list[Response]:
+async def collect(caller: Caller, lake: Lake, job: Any, request_ids: Sequence[str]) -> list[Response]:
     """Turn a finished job into response rows (one per request of the job) and store them."""
     created = getattr(job, "created_at", None)
     latency = max(0.0, time.time() - created) if isinstance(created, (int, float)) else 0.0
-    answered = {r["request_id"] for r in read(  # a collection interrupted after its responses were stored
-        lake, "SELECT request_id FROM ledger WHERE status = 'ok' AND request_id IN (SELECT unnest(?::VARCHAR[]))",
+    answered = {r["request_id"] for r in lake.read(  # a collection interrupted after its responses were stored
+        "SELECT request_id FROM ledger WHERE status = 'ok' AND request_id IN (SELECT unnest(?::VARCHAR[]))",
         [list(request_ids)])}
     lines = {}
     if job.status != "failed":
@@ -159,7 +159,7 @@ async def collect(caller: Caller, lake: str, job: Any, request_ids: Sequence[str
     return out
 
 
-async def _submit(caller: Caller, lake: str, requests: Sequence[Request]) -> dict[str, Any]:
+async def _submit(caller: Caller, lake: Lake, requests: Sequence[Request]) -> dict[str, Any]:
     kwargs = _provider_kwargs(caller)
     upload = await litellm.acreate_file(file=(f"invarbench-{caller.run_id}.jsonl", jsonl(caller, requests)),
                                         purpose="batch", **kwargs)
@@ -170,7 +170,7 @@ async def _submit(caller: Caller, lake: str, requests: Sequence[Request]) -> dic
     return row
 
 
-async def run_batch(caller: Caller, lake: str, requests: Sequence[Request], budget: Budget) -> BatchResult:
+async def run_batch(caller: Caller, lake: Lake, requests: Sequence[Request], budget: Budget) -> BatchResult:
     """Answer ``requests`` through batch jobs: collect open ones, submit the rest, wait up to the deadline."""
     result = BatchResult()
     ids = [r.request_id for r in requests]

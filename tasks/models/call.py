@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.records import Request, content_hash, now_utc
 
 _REF = re.compile(r"\{([A-Za-z0-9_]+)\.(value|text)\}")
@@ -134,12 +134,11 @@ def request_row(run_id: str, req: Request, step_index: int) -> dict[str, Any]:
     }
 
 
-def lookup_ledger(lake: str, request_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+def lookup_ledger(lake: Lake, request_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The ``ok`` ledger rows (request_id → response_id, text) for ``request_ids``."""
     if not request_ids:
         return {}
-    rows = read(
-        lake,
+    rows = lake.read(
         "SELECT request_id, response_id, text FROM ledger WHERE status = 'ok' "
         "AND request_id IN (SELECT unnest(?::VARCHAR[]))",
         [list(request_ids)],

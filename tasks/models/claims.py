@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.records import now_utc
 
@@ -39,7 +39,7 @@ class ClaimResult:
 class Claims:
     """This run's claims on one lake."""
 
-    lake: str
+    lake: Lake
     run_id: str
     lease_s: float
     settle_s: float
@@ -51,7 +51,7 @@ class Claims:
         return max(0.2, min(5.0, self.lease_s / 10))
 
     def _state(self, ids: Sequence[str]) -> tuple[set[str], dict[str, list[tuple[dt.datetime, str]]]]:
-        rows = read(self.lake, """
+        rows = self.lake.read("""
             SELECT 'ok' AS kind, request_id, NULL AS run_id, NULL AS claimed_at FROM ledger
             WHERE status = 'ok' AND request_id IN (SELECT unnest($1::VARCHAR[]))
             UNION ALL

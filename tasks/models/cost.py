@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.models.pricing import Price
 
 
@@ -68,11 +68,11 @@ class Budget:
     refused: int = 0
 
     @classmethod
-    def for_run(cls, lake: str, run_id: str, model: str, sweep_max: float, model_max: float) -> "Budget":
+    def for_run(cls, lake: Lake, run_id: str, model: str, sweep_max: float, model_max: float) -> "Budget":
         """The caps that apply to ``model`` in ``run_id``, with what the run has spent so far."""
         if not sweep_max and not model_max:
             return cls()
-        row = read(lake, """
+        row = lake.read("""
             SELECT coalesce(sum(cost_usd), 0) AS run_spent,
                    coalesce(sum(cost_usd) FILTER (WHERE model = $2), 0) AS model_spent
             FROM cost_responses WHERE run_id = $1""", [run_id, model])[0]
@@ -84,7 +84,7 @@ class Budget:
         return cls(caps)
 
     @classmethod
-    def for_models(cls, lake: str, run_id: str, sweep_max: float, model_max: dict[str, float]) -> dict[str, "Budget"]:
+    def for_models(cls, lake: Lake, run_id: str, sweep_max: float, model_max: dict[str, float]) -> dict[str, "Budget"]:
         """One budget per model of a run whose models are called at the same time: the sweep's cap
         is one object they all hold, so what any model spends or has in flight counts for all."""
         budgets = {m: cls.for_run(lake, run_id, m, sweep_max, cap) for m, cap in model_max.items()}

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
 from tasks.config import SweepConfig
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models import embedded
 from tasks.models.batch_jobs import run_batch
@@ -58,7 +59,7 @@ Batches = Sequence[tuple[int, Sequence[dict[str, Any]]]]
 class ResponseWriter:
     """Buffers responses and writes them as one file by size or time, in a thread."""
 
-    def __init__(self, lake: str):
+    def __init__(self, lake: Lake):
         self.lake = lake
         self.buffer: list[dict[str, Any]] = []
         self.writes: set[asyncio.Future[Any]] = set()
@@ -100,7 +101,7 @@ class _Answered:
 class ModelStream:
     """One model's calls over the batches of a sweep (see the module's docstring)."""
 
-    def __init__(self, name: str, cfg: ModelConfig, run_id: str, lake: str, budget: Budget,
+    def __init__(self, name: str, cfg: ModelConfig, run_id: str, lake: Lake, budget: Budget,
                  sweep: SweepConfig | None = None, samples: int = 1,
                  on_progress: Callable[..., None] | None = None, on_batch: Callable[[int], None] | None = None):
         sweep = sweep or SweepConfig()
@@ -354,7 +355,7 @@ async def run_streams(streams: Sequence[tuple[ModelStream, Batches]],
     return [results[i] for i in range(len(streams))]
 
 
-def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig, run_id: str, lake: str,
+def run_calls(rows: Sequence[dict[str, Any]], model_name: str, cfg: ModelConfig, run_id: str, lake: Lake,
               samples: int = 1, on_progress: Callable[..., None] | None = None,
               sweep: SweepConfig | None = None) -> CallStats:
     """Run every trial of ``rows`` × ``samples`` on one model; write requests and responses to the lake.

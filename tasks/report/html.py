@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402  - after selecting the Agg backend
 import polars as pl  # noqa: E402
 
 from tasks.config import Config  # noqa: E402
-from tasks.lake.views import connect  # noqa: E402
+from tasks.lake.lake import Lake  # noqa: E402
 from tasks.report.data import QUERIES, SNAPSHOT, load  # noqa: E402
 from tasks.report.figures import (  # noqa: E402
     accuracy_heatmaps,
@@ -247,7 +247,7 @@ def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000
     """
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
-    lake = cfg.lake_path
+    lake = Lake(cfg.lake_path)
     threshold = cfg.sweep.breaking_threshold
     if refresh_stats:
         from tasks.analysis.stats import (  # the report module itself only reads
@@ -260,7 +260,7 @@ def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000
             progress(f"statistics are current (computation {current})" if current else "computing statistics")
         if not current:
             compute_stats(lake, resamples=resamples, seed=cfg.sweep.seed)
-    con = connect(lake, " ".join([*SNAPSHOT, *QUERIES.values()]))  # only the views the report reads
+    con = lake.connect(" ".join([*SNAPSHOT, *QUERIES.values()]))  # only the views the report reads
     try:
         frames = load(con, threshold)
     finally:

@@ -38,7 +38,7 @@ import duckdb
 from tasks.config import Config
 from tasks.lake.catalog import build_catalog
 from tasks.lake.compact import compact_written
-from tasks.lake.views import read
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.records import now_utc
 from tasks.runs import stopping
@@ -104,7 +104,7 @@ def rebuild_catalog(cfg: Config) -> Path:
     when sql/ does, so the run must not fail for it."""
     catalog = cfg.catalog_path
     try:
-        build_catalog(catalog, cfg.lake_path)
+        build_catalog(catalog, Lake(cfg.lake_path))
     except duckdb.IOException as exc:
         log.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
     return catalog
@@ -119,7 +119,7 @@ class Run:
     and a block that did not end the run ends it ``completed``.
     """
 
-    def __init__(self, lake: str, run_id: str, kind: str, *, config: str, models: str, flow_run_id: str = "",
+    def __init__(self, lake: Lake, run_id: str, kind: str, *, config: str, models: str, flow_run_id: str = "",
                  heartbeat_s: float = HEARTBEAT_SECONDS):
         self.lake, self.run_id, self.kind = lake, run_id, kind
         self.config, self.models, self.flow_run_id = config, models, flow_run_id
@@ -213,20 +213,20 @@ class Run:
         compact_written(self.lake)
 
 
-def stale_runs(lake: str) -> list[dict[str, Any]]:
+def stale_runs(lake: Lake) -> list[dict[str, Any]]:
     """The runs whose latest row is ``running`` but whose process is gone: no heartbeat for
     STALE_AFTER, or started on this machine by a process that no longer exists."""
     kinds = ", ".join(f"'{k}'" for k in HEARTBEAT_KINDS)
     # SELECT *: lakes written before runs had host and pid columns have none to name
-    running = read(lake, f"SELECT * FROM runs WHERE status = 'running' AND kind IN ({kinds}) ORDER BY started_at")
+    running = lake.read(f"SELECT * FROM runs WHERE status = 'running' AND kind IN ({kinds}) ORDER BY started_at")
     cutoff = now_utc() - STALE_AFTER
     return [r for r in running
             if r["updated_at"] < cutoff or (r.get("host") == this_host() and process_gone(r.get("pid")))]
 
 
-def list_runs(lake: str, limit: int) -> list[dict[str, Any]]:
+def list_runs(lake: Lake, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` most recent runs for people: a run whose process is gone shows ``crashed``."""
-    return read(lake, f"""
+    return lake.read("""
         WITH per_model AS (
             SELECT run_id, sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
                    sum(cost_usd) AS cost_usd,
@@ -243,7 +243,7 @@ def list_runs(lake: str, limit: int) -> list[dict[str, Any]]:
                 {"crashed": [r["run_id"] for r in stale_runs(lake)], "limit": limit})
 
 
-def mark_stale_crashed(lake: str) -> list[dict[str, Any]]:
+def mark_stale_crashed(lake: Lake) -> list[dict[str, Any]]:
     """Append a ``crashed`` row for every run whose process is gone (:func:`stale_runs`), and mark
     its Prefect flow run Crashed where the API knows it and it is still Running (best effort).
     Returns the crashed rows written."""

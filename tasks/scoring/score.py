@@ -24,7 +24,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tasks.lake.views import reader
+from tasks.lake.lake import Lake
 from tasks.lake.writes import write_table
 from tasks.records import now_utc
 from tasks.scoring import parse as parsing
@@ -46,14 +46,14 @@ class StageStats:
     written: int = 0
 
 
-def parse_responses(lake: str, selection: Selection) -> StageStats:
+def parse_responses(lake: Lake, selection: Selection) -> StageStats:
     """Parse the selection's ``ok`` responses that lack a parse of the current parser version.
 
     Each distinct (answer type, text) is parsed once: stored responses repeat (the same answer to
     many prompts, the same reply on every sample), and the rest of the work stays in DuckDB.
     """
     where, params = selection.where()
-    with reader(lake) as con:
+    with lake.connect() as con:
         selected = con.sql(
             f"""
             -- distinct before the texts join in: the ledger holds one response per request
@@ -127,14 +127,14 @@ def judge(answer_type: str, gold: str, n_steps: int, steps: list[dict[str, Any]]
             "lenient_correct": lenient, "predicted": final["value"]}
 
 
-def score_trials(lake: str, selection: Selection, run_id: str) -> StageStats:
+def score_trials(lake: Lake, selection: Selection, run_id: str) -> StageStats:
     """Score the selection's trials that lack a score of the current version over the same responses.
 
     DuckDB gathers each trial's steps; :func:`judge` runs once per distinct (answer type, gold,
     steps) among the trials to score (stored trials repeat them), and its verdicts are joined back.
     """
     where, params = selection.where()
-    with reader(lake) as con:
+    with lake.connect() as con:
         trials = _trials_with_steps(con, where, params)
         con.register("trials", trials)
         todo = _unscored(con, trials)
