@@ -1,5 +1,5 @@
--- Intermediate: the paired answers that McNemar tests compare (marts/paired_tests.sql).
 -- paired_outcomes: one row per pair of answers to the same question on either side of a comparison.
+-- depends_on: family_trials
 
 -- Paired outcomes for McNemar tests, one row per answer to the same question on either side:
 -- comparison 'variants' pairs two variants of one family unit (family, seed, sample) for one
@@ -64,4 +64,3 @@ LEFT JOIN ft b
   ON b.item_id = t.item_id AND b.sample_idx = t.sample_idx AND b.model = p.side_b
  AND b.suite = t.suite AND b.task = t.task AND b.category = t.category AND b.prompt_style = t.prompt_style
 WHERE a.trial_id IS NOT NULL OR b.trial_id IS NOT NULL;
-

@@ -1,6 +1,7 @@
--- Intermediate, family level: family units with their verdicts (complete, invariant, consistent),
--- the base of invariance, consistency and flip patterns (marts/invariance.sql, marts/flip_patterns.sql).
 -- family_units_over(...): one row per family unit (intermediate/family_trials.sql) over a variant set.
+-- The base of invariance, consistency and flip patterns (marts/invariance_over.sql,
+-- marts/flip_patterns_over.sql).
+-- depends_on: family_trials, run_trials
 
 -- Family units over a variant set V, one row per unit, from every run or only `for_run`'s trials.
 -- V is `variant_list` (in that order) when given, else every variant present in the unit's
