@@ -8,14 +8,11 @@
 -- sweep, import or rescore.
 CREATE OR REPLACE VIEW family_answer_pairs AS
 SELECT
-    a.model, a.suite, a.task, a.category, a.prompt_style, a.family_id, a.seed, a.sample_idx,
+    unnest(a.family_unit),
     a.variant AS variant_a, b.variant AS variant_b, a.trial_id AS trial_id_a, b.trial_id AS trial_id_b, a.answer_type,
     a.status AS status_a, b.status AS status_b, a.is_correct AS correct_a, b.is_correct AS correct_b,
     a.predicted AS predicted_a, b.predicted AS predicted_b,
     same_answer(a.status, b.status, a.is_correct, b.is_correct, a.answer_key, b.answer_key) AS same_answer
 FROM family_trials a
 JOIN family_trials b
-  ON a.model = b.model AND a.suite = b.suite AND a.task = b.task AND a.category = b.category
- AND a.prompt_style = b.prompt_style AND a.family_id = b.family_id AND a.seed = b.seed
- AND a.sample_idx = b.sample_idx
- AND (a.variant_rank, a.variant) < (b.variant_rank, b.variant);
+  ON a.family_unit = b.family_unit AND (a.variant_rank, a.variant) < (b.variant_rank, b.variant);
