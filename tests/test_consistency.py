@@ -63,7 +63,7 @@ def test_consistency_is_complete_right_after_scoring(tmp_path):
 
 def test_canonical_answer_is_stored_with_each_parse(tmp_path):
     lake = parsed_and_scored(tmp_path)
-    stored = {(r["value"], r["canonical"]) for r in lake.query("SELECT value, canonical FROM parses")}
+    stored = {(r["value"], r["canonical"]) for r in lake.query("SELECT value, canonical FROM latest_parses")}
     assert {("3/2", "1.5"), ("1.5", "1.5"), ("1.40", "1.4"), ("7/5", "1.4"), ("2*sqrt(5)", "2*sqrt(5)"),
             ("54.7356", "54.7356"), (None, None)} <= stored
 

@@ -137,7 +137,7 @@ def test_budget_stops_the_sweep_and_a_higher_one_resumes(tmp_path):
         assert lake_query(tmp_path, "SELECT count(*) AS n, sum(cost_usd) AS usd FROM responses WHERE status = 'ok'") == [
             {"n": 5, "usd": 25.0}]
         # The answered ones were parsed and scored before the run ended.
-        assert lake_query(tmp_path, "SELECT count(*) AS n FROM scores WHERE status = 'correct'") == [{"n": 5}]
+        assert lake_query(tmp_path, "SELECT count(*) AS n FROM latest_scores WHERE status = 'correct'") == [{"n": 5}]
 
         raised = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra=model,
                                    sweep_extra={"max_cost_usd": 1000.0})

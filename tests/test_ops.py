@@ -248,7 +248,7 @@ def test_deployments_registered_and_a_worker_runs_the_nightly_sweep(ops, tmp_pat
     assert (row["kind"], row["status"], row["flow_run_id"]) == ("sweep", "completed", str(run.id))
     assert (row["n_items"], row["n_requests"], row["n_sent"], row["n_errors"]) == (4, 4, 4, 0)
     assert assert_one_ok_response_per_request(wh, row["run_id"]) == 4 == len(fake.state.seen)
-    assert lake_query(wh, "SELECT status, count(*) AS n FROM scores GROUP BY ALL") == [{"status": "correct", "n": 4}]
+    assert lake_query(wh, "SELECT status, count(*) AS n FROM latest_scores GROUP BY ALL") == [{"status": "correct", "n": 4}]
 
     with ops.settings(), ops.client() as client:
         artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))

@@ -48,7 +48,7 @@ def test_ledger_is_the_cache(tmp_path):
         fourth = sweep(str(moved))
         assert fourth["sent"] == 5 and len(other.state.seen) == 5
 
-    scores = lake_query(tmp_path / "wh", "SELECT status, count(*) AS n FROM scores GROUP BY status")
+    scores = lake_query(tmp_path / "wh", "SELECT status, count(*) AS n FROM latest_scores GROUP BY status")
     # The fake provider answers correctly, so every distinct trial (3 routes x 5 items) is correct.
     assert scores == [{"status": "correct", "n": 15}]
 
@@ -92,7 +92,7 @@ def test_faults_end_in_one_response_each_and_errors_are_resent(tmp_path):
                 times = [s.at for s in state.seen if s.content == content]
                 assert len(times) == 2 and times[1] - times[0] >= 0.95
 
-        errors = lake_query(tmp_path / "wh", "SELECT count(*) AS n FROM scores WHERE status = 'error'")
+        errors = lake_query(tmp_path / "wh", "SELECT count(*) AS n FROM latest_scores WHERE status = 'error'")
         assert errors[0]["n"] == len(permanent)
 
         before = len(state.seen)
@@ -263,8 +263,8 @@ def test_local_model_answers_closure_through_the_flow(tmp_path):
 
     counts = run_cli("sql", "--format", "json", "--config", str(cfg), """
         SELECT (SELECT count(*) FROM responses WHERE status = 'ok' AND model = 'local/smollm2') AS responses,
-               (SELECT count(*) FROM parses) AS parses,
-               (SELECT count(*) FROM scores WHERE status <> 'error') AS scores""")
+               (SELECT count(*) FROM latest_parses) AS parses,
+               (SELECT count(*) FROM latest_scores WHERE status <> 'error') AS scores""")
     assert counts.returncode == 0, counts.stderr
     assert json.loads(counts.stdout) == [{"responses": 3, "parses": 3, "scores": 3}], counts.stdout
 

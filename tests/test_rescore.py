@@ -67,7 +67,7 @@ def test_rescore_with_a_changed_parser_flips_exactly_the_affected_trials(tmp_pat
     lake, trials, config = stored_responses(tmp_path)
     first = rescore(config)
     assert (first["parses_written"], first["scores_written"], first["changed"]) == (4, 4, [])
-    statuses = {r["trial_id"]: r["status"] for r in lake.query("SELECT trial_id, status FROM scores")}
+    statuses = {r["trial_id"]: r["status"] for r in lake.query("SELECT trial_id, status FROM latest_scores")}
     assert [statuses[trials[("m1", f)]] for f in "ABCD"] == ["correct", "correct", "wrong", "wrong"]
 
     monkeypatch.setattr(numeric, "VERSION", "test-2")
@@ -101,7 +101,7 @@ def test_rescore_selection_by_model_through_the_cli(tmp_path, no_model_calls):
     lake, trials, config = stored_responses(tmp_path, models=("m1", "m2"))
     result = CliRunner().invoke(app, ["rescore", "--model", "m2", "--config", config])
     assert result.exit_code == 0, result.output
-    scored = {r["trial_id"] for r in lake.query("SELECT trial_id FROM scores")}
+    scored = {r["trial_id"] for r in lake.query("SELECT trial_id FROM latest_scores")}
     assert scored == {trials[("m2", f)] for f in "ABCD"}
     assert "re-scored" in result.output
 
@@ -134,10 +134,10 @@ def test_rescore_moves_math_runs_from_rule_1_to_rule_2_without_a_call(tmp_path, 
                                                          "sweep": {"models": ["local/smollm2"]}})
     summary = rescore(str(config))
     assert (summary["parses_written"], summary["scores_written"]) == (5, 5)
-    now = {trials[r["trial_id"]]: (r["status"], r["scorer_version"]) for r in lake.query("SELECT * FROM scores")}
+    now = {trials[r["trial_id"]]: (r["status"], r["scorer_version"]) for r in lake.query("SELECT * FROM latest_scores")}
     assert now == {f: (expected, "score/2+math/3") for f, (*_, expected) in stored.items()}
     flips = {trials[c["trial_id"]]: (c["previous_scorer_version"], c["previous_status"], c["status"])
              for c in lake.query("SELECT * FROM score_changes WHERE flipped")}
     assert flips == {f: ("score/1+math/1", "wrong", "correct") for f in ("G1", "G2", "G3")}
-    assert {r["parser_version"] for r in lake.query("SELECT parser_version FROM parses")} == {"math/3"}
+    assert {r["parser_version"] for r in lake.query("SELECT parser_version FROM latest_parses")} == {"math/3"}
     assert count(lake, "responses") == 5

@@ -70,7 +70,7 @@ def expected_scores(lake: LakeBuilder) -> set[tuple]:
         SELECT req.trial_id, req.item_id, req.model, req.sample_idx, req.step_index, i.gold, i.answer_type,
                i.solver, i.steps, l.status AS response_status, l.response_id, p.status AS parse_status, p.value
         FROM req JOIN items i USING (item_id)
-        LEFT JOIN ledger l ON l.request_id = req.request_id LEFT JOIN parses p ON p.response_id = l.response_id
+        LEFT JOIN ledger l ON l.request_id = req.request_id LEFT JOIN latest_parses p ON p.response_id = l.response_id
         ORDER BY req.trial_id, req.step_index""")
     trials = defaultdict(list)
     for r in rows:
@@ -91,7 +91,7 @@ def test_set_based_parse_and_score_agree_with_the_row_by_row_definition(tmp_path
     parsed = parse_responses(lake.lake, Selection())
     assert (parsed.examined, parsed.written) == (24, 24)
     stored = {(r["response_id"], r["answer_type"], r["parser_version"], r["status"], r["value"], r["extracted"],
-               r["canonical"]) for r in lake.query("SELECT * FROM parses")}
+               r["canonical"]) for r in lake.query("SELECT * FROM latest_parses")}
     assert stored == expected_parses(lake)
     assert {s[3] for s in stored} == {"ok", "unparsable"}
 
@@ -99,7 +99,7 @@ def test_set_based_parse_and_score_agree_with_the_row_by_row_definition(tmp_path
     assert (scored.examined, scored.written) == (24, 24)
     stored = {(r["trial_id"], r["item_id"], r["model"], r["sample_idx"], r["scorer_version"], r["response_ids"],
                r["status"], r["correct"], r["lenient_correct"], r["predicted"])
-              for r in lake.query("SELECT * FROM scores")}
+              for r in lake.query("SELECT * FROM latest_scores")}
     assert stored == expected_scores(lake)
     assert {s[6] for s in stored} == {"correct", "wrong", "unparsable", "error"}
     assert any(s[8] is True and s[7] is False for s in stored)  # a lenient-only match

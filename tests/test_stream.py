@@ -59,7 +59,7 @@ def test_a_slow_model_does_not_hold_back_a_fast_one(tmp_path):
     # ...and the fast one was done while the slow one still had a third of its requests to send.
     assert sum(t > max(fast_times) for t in slow_times) >= 4
     assert {m["model"] for m in summary["models"]} == {"slow", "fast"}
-    assert per_model(tmp_path, "SELECT model, count(*) AS n FROM scores WHERE status = 'correct' GROUP BY model") == {
+    assert per_model(tmp_path, "SELECT model, count(*) AS n FROM latest_scores WHERE status = 'correct' GROUP BY model") == {
         "slow": 12, "fast": 12}
     dup = lake_query(tmp_path, "SELECT request_id FROM responses GROUP BY request_id HAVING count(*) > 1")
     assert dup == []
@@ -86,7 +86,7 @@ def test_a_models_budget_stops_its_calls_while_the_others_go_on(tmp_path):
     [run] = lake_query(tmp_path, "SELECT status, message FROM runs")
     assert run["status"] == "failed" and "models.capped.max_cost_usd" in run["message"]
     # What both models answered was parsed and scored before the run ended.
-    assert per_model(tmp_path, "SELECT model, count(*) AS n FROM scores WHERE status = 'correct' GROUP BY model") == {
+    assert per_model(tmp_path, "SELECT model, count(*) AS n FROM latest_scores WHERE status = 'correct' GROUP BY model") == {
         "capped": 5, "free": 12}
 
 
@@ -121,5 +121,5 @@ def test_resume_after_a_kill_in_the_middle_of_a_multi_model_stream(tmp_path):
         SELECT count(*) AS n FROM (SELECT DISTINCT request_id FROM run_requests) r
         ANTI JOIN (SELECT request_id FROM ledger WHERE status = 'ok') l USING (request_id)""")
     assert missing == [{"n": 0}]
-    assert per_model(tmp_path, "SELECT model, count(*) AS n FROM scores WHERE status = 'correct' GROUP BY model") == {
+    assert per_model(tmp_path, "SELECT model, count(*) AS n FROM latest_scores WHERE status = 'correct' GROUP BY model") == {
         "a": 20, "b": 20}

@@ -79,7 +79,7 @@ def test_a_sweep_stores_the_finish_reason_and_counts_truncated_trials(tmp_path):
     rows = lake.read("""
         SELECT i.gold, r.finish_reason, p.status AS parse_status, s.status
         FROM responses r JOIN requests q USING (request_id) JOIN items i USING (item_id)
-        JOIN parses p USING (response_id) JOIN scores s ON s.trial_id = q.trial_id
+        JOIN latest_parses p USING (response_id) JOIN latest_scores s ON s.trial_id = q.trial_id
         ORDER BY CAST(i.gold AS INTEGER)""")
     assert [(r["gold"], r["finish_reason"], r["parse_status"], r["status"]) for r in rows] == [
         ("5", "length", "truncated", "truncated"),  # ends on its gold, but was cut before an answer
@@ -115,7 +115,7 @@ def test_an_old_lake_without_the_column_reads_it_as_unknown(tmp_path):
     parse_responses(lake, selection)
     score_trials(lake, selection, "rescore")
     # unknown is not a cut: the old rule stands, and the trial is scored
-    assert lake.read("SELECT status, predicted FROM scores WHERE trial_id = ?", [trial_id]) == [
+    assert lake.read("SELECT status, predicted FROM latest_scores WHERE trial_id = ?", [trial_id]) == [
         {"status": "correct", "predicted": "1"}]
 
 
@@ -145,7 +145,7 @@ def test_an_import_carries_the_finish_reason_of_its_file(tmp_path):
     lake = Lake(str(tmp_path / "wh" / "lake"))
     store_import(plan_import(source, "other-lab"), lake, "import-run")
     rows = lake.read("""SELECT i.gold, r.finish_reason, s.status FROM responses r JOIN requests q USING (request_id)
-                         JOIN items i USING (item_id) JOIN scores s ON s.trial_id = q.trial_id ORDER BY i.prompt""")
+                         JOIN items i USING (item_id) JOIN latest_scores s ON s.trial_id = q.trial_id ORDER BY i.prompt""")
     assert [(r["gold"], r["finish_reason"], r["status"]) for r in rows] == [
         ("1", "length", "truncated"), ("2", "length", "correct"), ("1", None, "correct")]
 

@@ -26,7 +26,7 @@ def test_written_warehouse_is_read_by_the_views(tmp_path):
     counts = lake.read("""SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM run_requests) AS requests,
                                   (SELECT count(*) FROM ledger) AS ledger, (SELECT count(*) FROM trial_scores) AS trials,
                                   (SELECT count(*) FROM responses WHERE status = 'error') AS errors,
-                                  (SELECT count(*) FROM parses) AS parses""")[0]
+                                  (SELECT count(*) FROM latest_parses) AS parses""")[0]
     assert counts["items"] == built["items"]
     assert counts["requests"] == counts["ledger"] == counts["trials"] == built["rows"] == 480
     assert counts["parses"] == 480 - counts["errors"]
@@ -37,6 +37,6 @@ def test_written_warehouse_is_read_by_the_views(tmp_path):
         "SELECT suite, count(*) AS n FROM items GROUP BY suite, family_id")}
     assert sizes == {("symmetry", 4), ("geometry", 3), ("lissard", 1)}
     # Every stored parse is of an older version than the current parser's: a rescore redoes all.
-    versions = {r["parser_version"] for r in lake.read("SELECT DISTINCT parser_version FROM parses")}
+    versions = {r["parser_version"] for r in lake.read("SELECT DISTINCT parser_version FROM latest_parses")}
     assert versions.isdisjoint({parser_version(t) for t in ("integer", "text", "math")})
     assert lake.read("SELECT count(*) AS n FROM accuracy_by_bin")[0]["n"] > 0

@@ -49,7 +49,7 @@ def sql(
             f"The warehouse catalog is {catalog} (views only, over Parquet in {cfg.warehouse.lake or cfg.lake_path}).\n"
             f"Open it with the DuckDB shell:   invarbench shell   (or: .venv/bin/duckdb -readonly {catalog})\n"
             f"or from Python:                  duckdb.connect('{catalog}', read_only=True)\n"
-            "Views: items, runs, requests, responses, ledger, parses, scores, trial_scores, accuracy_by_bin, ...\n"
+            "Views: items, runs, requests, responses, ledger, latest_parses, latest_scores, trial_scores, accuracy_by_bin, ...\n"
             "List them with: invarbench sql \"SELECT view_name FROM duckdb_views() WHERE NOT internal\"",
             highlight=False,
         )

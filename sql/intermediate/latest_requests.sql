@@ -1,6 +1,6 @@
--- Intermediate: the request that counts for each step of a trial.
 -- latest_requests: one row per trial and step, its latest request over every run, with the text
 -- of the request's last message (content).
+-- depends_on: run_requests
 
 CREATE OR REPLACE VIEW latest_requests AS
 SELECT trial_id, step, step_index, request_id, item_id, model, sample_idx, created_at,

@@ -1,7 +1,7 @@
--- Intermediate: the claims that still hold back other sweeps (tasks.models.claims).
 -- live_claims: one row per request and claiming run whose claim still holds: not expired, not
 -- answered by the claiming run since it claimed, and the claiming run has not ended (a run that
 -- ended, however, no longer sends anything).
+-- depends_on: claims, responses, runs
 
 CREATE OR REPLACE VIEW live_claims AS
 SELECT c.* FROM claims c

@@ -1,5 +1,5 @@
--- Intermediate: the paired answers that McNemar tests compare (marts/paired_tests.sql).
 -- paired_outcomes: one row per pair of answers to the same question on either side of a comparison.
+-- depends_on: family_trials
 
 -- Paired outcomes for McNemar tests, one row per answer to the same question on either side:
 -- comparison 'variants' pairs two variants of one family unit (family, seed, sample) for one
@@ -11,7 +11,7 @@
 CREATE OR REPLACE VIEW paired_outcomes AS
 -- family_trials is read by every part below; materialised once, not derived anew for each.
 WITH ft AS MATERIALIZED (
-    SELECT model, suite, task, category, prompt_style, family_id, seed, sample_idx, variant, variant_rank,
+    SELECT model, suite, task, category, prompt_style, family_unit, sample_idx, variant, variant_rank,
            item_id, trial_id, status, is_correct
     FROM family_trials
 ),
@@ -25,7 +25,7 @@ variant_pairs AS (
     WHERE (a.variant_rank, a.variant) < (b.variant_rank, b.variant)
 ),
 variant_units AS (
-    SELECT DISTINCT model, suite, task, category, prompt_style, family_id, seed, sample_idx FROM ft
+    SELECT DISTINCT model, suite, task, category, prompt_style, family_unit FROM ft
 ),
 model_sides AS (
     SELECT DISTINCT suite, task, category, prompt_style, model FROM ft
@@ -43,14 +43,8 @@ SELECT 'variants' AS comparison, p.model, p.suite, p.task, p.category, p.prompt_
        a.status AS status_a, b.status AS status_b, a.is_correct AS correct_a, b.is_correct AS correct_b
 FROM variant_pairs p
 JOIN variant_units u USING (model, suite, task, category, prompt_style)
-LEFT JOIN ft a
-  ON a.model = u.model AND a.suite = u.suite AND a.task = u.task AND a.category = u.category
- AND a.prompt_style = u.prompt_style AND a.family_id = u.family_id AND a.seed = u.seed
- AND a.sample_idx = u.sample_idx AND a.variant = p.side_a
-LEFT JOIN ft b
-  ON b.model = u.model AND b.suite = u.suite AND b.task = u.task AND b.category = u.category
- AND b.prompt_style = u.prompt_style AND b.family_id = u.family_id AND b.seed = u.seed
- AND b.sample_idx = u.sample_idx AND b.variant = p.side_b
+LEFT JOIN ft a ON a.family_unit = u.family_unit AND a.variant = p.side_a
+LEFT JOIN ft b ON b.family_unit = u.family_unit AND b.variant = p.side_b
 WHERE a.trial_id IS NOT NULL OR b.trial_id IS NOT NULL
 UNION ALL
 SELECT 'models', NULL, p.suite, p.task, p.category, p.prompt_style, p.side_a, p.side_b,
@@ -64,4 +58,3 @@ LEFT JOIN ft b
   ON b.item_id = t.item_id AND b.sample_idx = t.sample_idx AND b.model = p.side_b
  AND b.suite = t.suite AND b.task = t.task AND b.category = t.category AND b.prompt_style = t.prompt_style
 WHERE a.trial_id IS NOT NULL OR b.trial_id IS NOT NULL;
-

@@ -1,5 +1,5 @@
--- Intermediate: the base of every metric.
 -- trial_scores: one row per scored trial (its latest score) with everything about its item.
+-- depends_on: items, latest_scores
 
 CREATE OR REPLACE VIEW trial_scores AS
 SELECT
@@ -9,4 +9,4 @@ SELECT
     i.key_entities, i.bin, i.bin_lo, i.bin_hi, i.gold, i.answer_type, i.params,
     i.n_chars, i.n_words, i.n_tokens, i.n_symbols, i.symbol_density, i.n_numbers,
     i.n_operators, i.n_points
-FROM scores s JOIN items i USING (item_id);
+FROM latest_scores s JOIN items i USING (item_id);

@@ -1,5 +1,5 @@
 -- Macros: whether two answers of one family unit are the same answer, for Consistency@k
--- (intermediate/family_trials.sql family_answer_pairs, intermediate/family_units.sql).
+-- (intermediate/family_answer_pairs.sql, intermediate/family_units_over.sql).
 
 -- Two correct answers are the same (both agree with the family's one gold, even when written at
 -- different precisions: 54.7356 and 54.74 against 54.74); a correct and a not correct one are

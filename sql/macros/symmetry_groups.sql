@@ -1,5 +1,5 @@
 -- Macros: arithmetic in the symmetry suite's additive groups, for checking associativity calls
--- (intermediate/symmetry_associativity_steps.sql).
+-- (intermediate/associativity_steps.sql).
 
 -- Additive groups by name (tasks/suites/symmetry/group.py): 'integers', or 'mod<m>' whose
 -- elements are the residues [0, m). group_modulus is NULL for the integers.

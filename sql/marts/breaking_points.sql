@@ -1,6 +1,5 @@
--- Marts: breaking points, the first bin whose accuracy falls below a threshold.
 -- breaking_points(threshold): one row per model, suite, task, variant and prompt style.
--- breaking_point: one row per model, suite, task, variant and prompt style, at threshold 0.5.
+-- depends_on: accuracy_by_bin
 
 -- Breaking point per (model, suite, task, variant, prompt style): the first bin (by bin_lo) whose
 -- accuracy is below `threshold`; NULL breaking_bin when no tested bin is below it. Bins with no
@@ -32,7 +31,3 @@ SELECT
 FROM per_task t
 LEFT JOIN first_break b USING (model, suite, task, variant, prompt_style)
 ORDER BY t.model, t.suite, t.task, t.variant, t.prompt_style;
-
-CREATE OR REPLACE VIEW breaking_point AS
-SELECT * FROM breaking_points();
-

@@ -1,5 +1,5 @@
--- Marts: cost, what each run paid, per model (tasks.models.cost prices every response when it is stored).
 -- cost_by_run: one row per run and model that received responses.
+-- depends_on: cost_responses
 
 -- Per run and model: responses received, tokens and USD. A response belongs to the run that
 -- paid for it; answers a run took from the ledger cost it nothing. cost_usd sums the priced

@@ -1,7 +1,5 @@
--- Marts: McNemar tests with Holm's adjustment, between variants and between models.
 -- paired_tests: one row per comparison and pair of sides within (model, suite, task, category, prompt style).
--- mcnemar_pairs: one row per model, suite, task, category, prompt style and pair of variants.
--- model_pairs: one row per suite, task, category, prompt style and pair of models.
+-- depends_on: paired_outcomes
 
 -- McNemar test per pair of sides within (comparison, model, suite, task, category, prompt style),
 -- over the pairs where both answers are scored: b = correct on side_a only, c = correct on side_b
@@ -61,24 +59,3 @@ SELECT
         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) END AS p_holm,
     holm_family, n_tests
 FROM ranked;
-
--- McNemar test for each pair of variants of a (model, suite, task, category, prompt style),
--- paired within family units; Holm over every variant pair of every task of the same (model,
--- suite) (holm_family).
-CREATE OR REPLACE VIEW mcnemar_pairs AS
-SELECT model, suite, task, category, prompt_style, side_a AS variant_a, side_b AS variant_b,
-       * EXCLUDE (comparison, model, suite, task, category, prompt_style, side_a, side_b)
-FROM paired_tests
-WHERE comparison = 'variants'
-ORDER BY model, suite, task, category, prompt_style, variant_a, variant_b;
-
--- McNemar test for each pair of models on the same trials, per (suite, task, category, prompt
--- style), all variants together; Holm over every model pair of every task of the same suite
--- (holm_family).
-CREATE OR REPLACE VIEW model_pairs AS
-SELECT suite, task, category, prompt_style, side_a AS model_a, side_b AS model_b,
-       * EXCLUDE (comparison, model, suite, task, category, prompt_style, side_a, side_b)
-FROM paired_tests
-WHERE comparison = 'models'
-ORDER BY suite, task, category, prompt_style, model_a, model_b;
-

@@ -1,5 +1,5 @@
--- Marts: linear probability fits of correctness on each surface feature.
 -- surface_regression_linear: one row per model and suite.
+-- depends_on: trial_scores
 
 -- Linear probability fits of correctness (1 correct, 0 wrong or unparsable; errors left out) on
 -- each surface feature alone, per model and suite, for ad-hoc looks: slope, intercept and R².
@@ -25,4 +25,3 @@ SELECT
 FROM scored
 GROUP BY model, suite
 ORDER BY model, suite;
-

@@ -1,8 +1,5 @@
--- Staging: provider batch jobs (tasks.models.batch_jobs).
 -- batch_jobs: one row per batch job, its latest state; `stored` means its lines are in the ledger.
-
-CREATE OR REPLACE VIEW raw_batch_jobs AS
-SELECT * FROM lake_table('batch_jobs');
+-- depends_on: raw_batch_jobs
 
 CREATE OR REPLACE VIEW batch_jobs AS
 SELECT * EXCLUDE (day) FROM raw_batch_jobs

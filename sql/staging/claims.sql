@@ -1,8 +1,5 @@
--- Staging: overlapping sweeps' claims on the requests they are sending (tasks.models.claims).
 -- claims: one row per request and claiming run: first claimed (for the tie-break), last renewed to.
-
-CREATE OR REPLACE VIEW raw_claims AS
-SELECT * FROM lake_table('claims');
+-- depends_on: raw_claims
 
 CREATE OR REPLACE VIEW claims AS
 SELECT request_id, run_id, min(claimed_at) AS claimed_at, max(expires_at) AS expires_at

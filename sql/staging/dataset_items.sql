@@ -1,11 +1,7 @@
--- Staging: which items each dataset holds. {{lake}} is replaced by the lake root.
--- raw_dataset_items: one row per recorded membership (an import records every item it names).
 -- dataset_items: one row per (dataset_id, item_id). Items stored before memberships were recorded
 -- carry their dataset in items.dataset_id (the first dataset that stored them): read both, so a
 -- lake written by an earlier release selects as it did.
-
-CREATE OR REPLACE VIEW raw_dataset_items AS
-SELECT * FROM lake_table('dataset_items');
+-- depends_on: items, raw_dataset_items
 
 CREATE OR REPLACE VIEW dataset_items AS
 SELECT dataset_id, item_id FROM raw_dataset_items

@@ -28,7 +28,7 @@ Choices (documented here because the papers leave them open):
   stream derived from ``seed`` and the estimate's key, so its interval does not depend on what
   else was computed.
 - Consistency is the SQL ``consistent`` flag of ``family_units_over`` (canonical answers stored
-  with the parses, see ``sql/intermediate/family_units.sql``); the bootstrap only resamples it.
+  with the parses, see ``sql/intermediate/family_units_over.sql``); the bootstrap only resamples it.
 - Regression: ``correct`` is 1 for correct and 0 for wrong or unparsable; errors are left out.
   The reference variant is the first by the SQL ``variant_order()`` (``euclid`` when present),
   else by name; the reference model and the reference task are the first by name. A fit that

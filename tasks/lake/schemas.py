@@ -71,7 +71,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("response_id", _str), ("request_id", _str), ("answer_type", _str),
             ("parser_version", _str), ("status", _str), ("value", _str), ("extracted", _str),
             # the canonical answer (tasks.scoring.parse.answer_key) that Consistency@k compares; files
-            # written before it existed lack the column, and sql/staging/parses.sql reads them as NULL
+            # written before it existed lack the column, and sql/staging/raw_parses.sql reads them as NULL
             ("canonical", _str), ("created_at", _ts),
         ]
     ),
@@ -86,7 +86,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     # Which items a dataset holds (sql/staging/dataset_items.sql): an item, stored once by content,
     # may belong to several datasets (the same families imported twice, with more prompt styles).
     "dataset_items": pa.schema([("dataset_id", _str), ("item_id", _str), ("created_at", _ts)]),
-    # Statistics computed in Python by tasks.analysis.stats; sql/staging/computed.sql exposes them.
+    # Statistics computed in Python by tasks.analysis.stats; the views of sql/staging/computed_*.sql expose them.
     "computed_bootstrap": pa.schema([
         ("computation_id", _str), ("computed_at", _ts), ("scope", _str), ("metric", _str),
         ("model", _str), ("suite", _str), ("task", _str), ("category", _str), ("prompt_style", _str),

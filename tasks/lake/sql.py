@@ -1,5 +1,8 @@
-"""The SQL of ``sql/``: its layers and files in load order, each statement with the names it
-defines and reads, and a statement's text for one lake (:func:`_lake_sql`).
+"""The SQL of ``sql/``: the shared macros (``sql/macros``, grouped by topic) and one file per view
+or table macro in the layers ``staging``, ``intermediate`` and ``marts``, named as what it defines,
+whose ``-- depends_on:`` line names the relations it reads (as dbt's ``ref`` does). The files in
+load order (:func:`sql_files`), built from those declarations, and a file's text for one lake
+(:func:`_lake_sql`).
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from tasks.lake.tables import _empty_table_sql
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 
 
-# The layers of sql/, in load order: a file may use what earlier layers define, never later ones
-# (tests/test_metric_views.py checks it).
+# The layers of sql/, in load order: a file may read what its own or an earlier layer defines,
+# and marts read no staging relation (tests/test_sql_files.py checks both).
 SQL_LAYERS = ("macros", "staging", "intermediate", "marts")
 _DEFINED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", re.IGNORECASE)
+_DEPENDS_ON = re.compile(r"^--\s*depends_on:(.*)$", re.MULTILINE)
 
 
 def _without_literals(sql: str) -> str:
@@ -29,7 +33,7 @@ def _without_literals(sql: str) -> str:
 
 def sql_code(path: Path) -> str:
     """The SQL of ``path`` without its comments and string literals (lake paths such as
-    ``'{{lake}}/parses/…'``): the text in which the names a file uses are looked up."""
+    ``'{{lake}}/parses/…'``): the text in which the names a file defines are looked up."""
     return _without_literals(path.read_text(encoding="utf-8"))
 
 
@@ -38,64 +42,94 @@ def sql_defines(path: Path) -> set[str]:
     return set(_DEFINED.findall(sql_code(path)))
 
 
-def _uses(code: str, names: set[str]) -> bool:
-    return any(re.search(rf"\b{name}\b", code) for name in names)
+@dataclass(frozen=True)
+class _Statement:
+    """One file of ``sql/``: run as one piece, after the files that define what it reads."""
+
+    sql: str  # with the ``{{lake}}`` placeholder
+    defines: frozenset[str]
+    reads: frozenset[str]  # the relations its ``-- depends_on:`` line names (none for macros)
+    path: Path
+
+    @property
+    def name(self) -> str:
+        """The file as ``layer/file.sql``."""
+        return f"{self.path.parent.name}/{self.path.name}"
 
 
-def _dependency_order(paths: list[Path]) -> list[Path]:
-    # DuckDB binds a view when it is created, so within a layer a file must come after the files
-    # whose views it reads; otherwise files keep their name order.
-    code = {p: sql_code(p) for p in paths}
-    needs = {p: {q for q in paths if q != p and _uses(code[p], sql_defines(q))} for p in paths}
-    ordered: list[Path] = []
-    while len(ordered) < len(paths):
-        ready = [p for p in paths if p not in ordered and needs[p] <= set(ordered)]
-        if not ready:
-            cycle = sorted(str(p.relative_to(SQL_DIR)) for p in paths if p not in ordered)
-            raise ConfigError(f"sql/: circular dependency between {', '.join(cycle)}")
-        ordered.append(ready[0])
+def _statement(path: Path) -> _Statement:
+    text = path.read_text(encoding="utf-8")
+    defines = frozenset(sql_defines(path))
+    stmt = _Statement(text, defines, frozenset(), path)
+    if path.parent.name == "macros":  # macros read no relation, and every view may call them
+        return stmt
+    if defines != {path.stem}:
+        raise ConfigError(f"{stmt.name} defines {', '.join(sorted(defines)) or 'nothing'}: a file of "
+                          f"sql/{path.parent.name}/ defines one view or table macro, named as the file")
+    declared = _DEPENDS_ON.findall(text)
+    if len(declared) != 1:
+        raise ConfigError(f"{stmt.name}: needs one '-- depends_on: a, b' line naming the relations it reads")
+    reads = frozenset(name.strip() for name in declared[0].split(",") if name.strip())
+    return _Statement(text, defines, reads, path)
+
+
+def _load_order(statements: list[_Statement]) -> list[_Statement]:
+    # DuckDB binds a view when it is created, so a file loads after every file it declares;
+    # otherwise files keep their layer and name order.
+    defined = {name for stmt in statements for name in stmt.defines}
+    for stmt in statements:
+        if unknown := sorted(stmt.reads - defined):
+            raise ConfigError(f"{stmt.name} depends on {', '.join(unknown)}, which no file of sql/ defines")
+    ordered: list[_Statement] = []
+    loaded: set[str] = set()
+    pending = list(statements)
+    while pending:
+        ready = next((stmt for stmt in pending if stmt.reads <= loaded), None)
+        if ready is None:
+            raise ConfigError(f"sql/: circular dependency between {', '.join(_on_cycles(pending))}")
+        ordered.append(ready)
+        loaded |= ready.defines
+        pending.remove(ready)
     return ordered
 
 
-def sql_files() -> list[Path]:
-    """Every file of ``sql/`` in load order: layer by layer, each layer in dependency order."""
-    return [path for layer in SQL_LAYERS for path in _dependency_order(sorted((SQL_DIR / layer).glob("*.sql")))]
-
-
-@dataclass(frozen=True)
-class _Statement:
-    sql: str  # with the ``{{lake}}`` placeholder
-    defines: frozenset[str]
-    reads: frozenset[str]  # names other statements define, as this one's code names them
+def _on_cycles(pending: list[_Statement]) -> list[str]:
+    """The files of ``pending`` (none loadable) left once those no other pending file reads, which
+    are only downstream of a cycle, are dropped again and again: the files on the cycles."""
+    left = list(pending)
+    while True:
+        read = set().union(*(stmt.reads for stmt in left))
+        kept = [stmt for stmt in left if stmt.defines & read]
+        if len(kept) == len(left):
+            return sorted(stmt.name for stmt in left)
+        left = kept
 
 
 @functools.cache
 def _sql_statements() -> tuple[_Statement, ...]:
-    # Each statement with what it defines and which other statements' names it reads: a view is
-    # bound when created, so a view's sources must exist first, and a query needs no more than
-    # the closure of the names it reads. Read once per process: sql/ is code, as the modules are.
-    texts = []
-    for path in sql_files():
-        for stmt in path.read_text(encoding="utf-8").split(";\n"):
-            if stmt.strip() and not all(l.strip().startswith("--") or not l.strip() for l in stmt.splitlines()):
-                texts.append(stmt)
-    code = [_without_literals(t) for t in texts]
-    defines = [frozenset(_DEFINED.findall(c)) for c in code]
-    names = set().union(*defines)
-    words = [set(re.findall(r"\w+", c)) for c in code]
-    return tuple(_Statement(t, d, frozenset((w & names) - d)) for t, d, w in zip(texts, defines, words))
+    # Read once per process: sql/ is code, as the modules are.
+    paths = [path for layer in SQL_LAYERS for path in sorted((SQL_DIR / layer).glob("*.sql"))]
+    return tuple(_load_order([_statement(path) for path in paths]))
+
+
+def sql_files() -> list[Path]:
+    """Every file of ``sql/`` in load order: macros first, then each file after those it declares."""
+    return [stmt.path for stmt in _sql_statements()]
 
 
 def _needed(statements: Sequence[_Statement], sql: str | None) -> list[int]:
-    """Indices (in load order) of the statements the names in ``sql`` need; every one for None."""
+    """Indices (in load order) of the statements the names in ``sql`` need, with every macro
+    (creating one binds nothing); every statement for None."""
     if sql is None:
         return list(range(len(statements)))
-    wanted = set(re.findall(r"\w+", sql))
-    needed: set[int] = set()
-    for i in reversed(range(len(statements))):  # a statement reads only statements before it
-        if statements[i].defines & wanted:
+    index = {name: i for i, stmt in enumerate(statements) for name in stmt.defines}
+    needed = {i for i, stmt in enumerate(statements) if stmt.path.parent.name == "macros"}
+    todo = [index[word] for word in set(re.findall(r"\w+", sql)) if word in index]
+    while todo:
+        i = todo.pop()
+        if i not in needed:
             needed.add(i)
-            wanted |= statements[i].reads
+            todo.extend(index[name] for name in statements[i].reads)
     return sorted(needed)
 
 

@@ -180,7 +180,7 @@ def _trials_with_steps(con: duckdb.DuckDBPyConnection, where: str, params: list[
             FROM req
             JOIN items i ON i.item_id = req.item_id
             LEFT JOIN ledger l ON l.request_id = req.request_id
-            LEFT JOIN parses p ON p.response_id = l.response_id
+            LEFT JOIN latest_parses p ON p.response_id = l.response_id
             GROUP BY req.trial_id
         )
         SELECT trial_id, item_id, model, sample_idx, gold, answer_type, n_steps,

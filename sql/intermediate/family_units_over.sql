@@ -1,6 +1,7 @@
--- Intermediate, family level: family units with their verdicts (complete, invariant, consistent),
--- the base of invariance, consistency and flip patterns (marts/invariance.sql, marts/flip_patterns.sql).
 -- family_units_over(...): one row per family unit (intermediate/family_trials.sql) over a variant set.
+-- The base of invariance, consistency and flip patterns (marts/invariance_over.sql,
+-- marts/flip_patterns_over.sql).
+-- depends_on: family_trials, run_trials
 
 -- Family units over a variant set V, one row per unit, from every run or only `for_run`'s trials.
 -- V is `variant_list` (in that order) when given, else every variant present in the unit's
@@ -27,21 +28,17 @@ variant_sets AS (
     GROUP BY ALL
 ),
 pair_verdicts AS (
-    SELECT a.model, a.suite, a.task, a.category, a.prompt_style, a.family_id, a.seed, a.sample_idx,
+    SELECT a.family_unit,
            count(*) FILTER (WHERE NOT same_answer(a.status, b.status, a.is_correct, b.is_correct,
                                                   a.answer_key, b.answer_key)) AS n_unequal
     FROM ft a
-    JOIN ft b
-      ON a.model = b.model AND a.suite = b.suite AND a.task = b.task AND a.category = b.category
-     AND a.prompt_style = b.prompt_style AND a.family_id = b.family_id AND a.seed = b.seed
-     AND a.sample_idx = b.sample_idx
-     AND (a.variant_rank, a.variant) < (b.variant_rank, b.variant)
+    JOIN ft b ON a.family_unit = b.family_unit AND (a.variant_rank, a.variant) < (b.variant_rank, b.variant)
     WHERE a.status <> 'error' AND b.status <> 'error'
-    GROUP BY ALL
+    GROUP BY a.family_unit
 ),
 units AS (
     SELECT
-        model, suite, task, category, prompt_style, family_id, seed, sample_idx,
+        unnest(family_unit), family_unit,
         any_value(answer_type) AS answer_type,
         unnest(status_counts(status)),
         list(variant ORDER BY coalesce(list_position(variant_list, variant), variant_rank), variant)
@@ -52,7 +49,7 @@ units AS (
         list(predicted ORDER BY coalesce(list_position(variant_list, variant), variant_rank), variant)
             FILTER (WHERE status <> 'error') AS answers
     FROM ft
-    GROUP BY model, suite, task, category, prompt_style, family_id, seed, sample_idx
+    GROUP BY family_unit
 )
 SELECT
     u.model, u.suite, u.task, u.category, u.prompt_style, len(v.variants) AS k, v.variants,
@@ -69,5 +66,5 @@ SELECT
     END AS consistent
 FROM units u
 JOIN variant_sets v USING (model, suite, task, category, prompt_style)
-LEFT JOIN pair_verdicts pv USING (model, suite, task, category, prompt_style, family_id, seed, sample_idx)
+LEFT JOIN pair_verdicts pv USING (family_unit)
 WHERE len(v.variants) >= 2;

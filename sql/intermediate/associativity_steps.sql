@@ -1,5 +1,6 @@
 -- Intermediate, symmetry suite: the associativity protocol's calls, each checked on its own.
 -- associativity_steps: one row per associativity trial and step (segment_1, segment_2, combine).
+-- depends_on: items, latest_requests, ledger, latest_parses, trial_scores
 
 -- Each call of an associativity trial (steps segment_1, segment_2, combine) checked against its
 -- own correct sub-answer, one row per trial and step: a segment's gold is the group value of its
@@ -25,7 +26,7 @@ answered AS (
            p.status AS parse_status, p.value
     FROM latest_requests r
     LEFT JOIN ledger l USING (request_id)
-    LEFT JOIN parses p ON p.response_id = l.response_id
+    LEFT JOIN latest_parses p ON p.response_id = l.response_id
     WHERE r.trial_id IN (SELECT trial_id FROM trials)
 ),
 checked AS (

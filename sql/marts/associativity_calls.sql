@@ -1,5 +1,6 @@
 -- Marts of the symmetry suite: the associativity protocol, call by call.
 -- associativity_calls: one row per model, suite, category, split variant, prompt style and step.
+-- depends_on: associativity_steps, trial_scores
 
 -- Accuracy of each associativity call and of the whole item, with the single-call closure item
 -- of the same n as baseline (params.baseline), per (model, suite, category, split variant,

@@ -1,0 +1,5 @@
+-- raw_batch_jobs: one row per row of lake table batch_jobs as stored, with its hive partition column day.
+-- depends_on:
+
+CREATE OR REPLACE VIEW raw_batch_jobs AS
+SELECT * FROM lake_table('batch_jobs');

@@ -1,0 +1,5 @@
+-- raw_claims: one row per row of lake table claims as stored, with its hive partition column day.
+-- depends_on:
+
+CREATE OR REPLACE VIEW raw_claims AS
+SELECT * FROM lake_table('claims');

@@ -1,0 +1,6 @@
+-- raw_dataset_items: one row per row of lake table dataset_items as stored, with its hive partition column day.
+-- One per recorded membership (an import records every item it names).
+-- depends_on:
+
+CREATE OR REPLACE VIEW raw_dataset_items AS
+SELECT * FROM lake_table('dataset_items');

@@ -1,0 +1,5 @@
+-- raw_requests: one row per row of lake table requests as stored, with its hive partition column day.
+-- depends_on:
+
+CREATE OR REPLACE VIEW raw_requests AS
+SELECT * FROM lake_table('requests');
