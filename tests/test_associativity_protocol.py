@@ -94,3 +94,33 @@ def test_unparsable_segment_makes_the_item_unparsable_not_wrong(tmp_path):
     # split_1_4 stops after its unparsable first segment: 2 + 3 requests, no combine for it.
     assert summary["requests"] == 5
     assert verdicts(tmp_path) == {"split_3_8": ("correct", "12"), "split_1_4": ("unparsable", None)}
+
+
+def test_a_segment_cut_at_the_token_limit_stops_the_chain_as_truncated(tmp_path):
+    # split_1_4's first segment (1+1+1) repeats "1+" until the token limit and happens to end on 3,
+    # its own gold: no stated answer, so nothing to build the combine request from.
+    cut = "What is 1+1+1?"
+
+    def respond(body):
+        return "Adding: " + "1+" * 30 + "3" if last_user(body).startswith(cut) else scripted(None)(body)
+
+    state = FakeProvider(responder=respond, finish_reason=lambda body: "length" if last_user(body).startswith(cut)
+                         else "stop")
+    with FakeServer(state) as server:
+        summary = sweep(str(config(tmp_path, server.api_base)))
+    assert summary["requests"] == 5  # split_1_4: its two segments, no combine
+    assert verdicts(tmp_path) == {"split_3_8": ("correct", "12"), "split_1_4": ("truncated", None)}
+    con = Lake(str(tmp_path / "wh" / "lake")).connect()
+    try:
+        steps = query(con, "SELECT variant, step, step_status FROM associativity_steps ORDER BY variant, step_order")
+        calls = query(con, """SELECT step, n_truncated, n_not_run FROM associativity_calls
+                               WHERE variant = 'split_1_4' AND step IN ('segment_1', 'combine', 'item') ORDER BY step""")
+    finally:
+        con.close()
+    assert [(s["variant"], s["step"], s["step_status"]) for s in steps] == [
+        ("split_1_4", "segment_1", "truncated"), ("split_1_4", "segment_2", "correct"),
+        ("split_1_4", "combine", "not_run"), ("split_3_8", "segment_1", "correct"),
+        ("split_3_8", "segment_2", "correct"), ("split_3_8", "combine", "correct")]
+    assert calls == [{"step": "combine", "n_truncated": 0, "n_not_run": 1},
+                     {"step": "item", "n_truncated": 1, "n_not_run": 0},
+                     {"step": "segment_1", "n_truncated": 1, "n_not_run": 0}]

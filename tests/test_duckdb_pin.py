@@ -31,6 +31,21 @@ from tasks.lake.views import query
 FIXTURE = Path(__file__).parent / "fixtures" / "old_warehouse"
 SHELL = Path(sys.executable).parent / "duckdb"  # what `make install` puts in .venv/bin
 README_COMMAND = ".venv/bin/duckdb -readonly warehouse/invarbench.duckdb"
+# An older DuckDB 1.x library that `make install` puts beside Python (.venv/duckdb-1x), pinned in
+# constraints-duckdb-1x.txt, outside the main environment's site-packages.
+DUCKDB_1X = Path(sys.executable).parent.parent / "duckdb-1x"
+# Every row of every view as JSON text made by DuckDB itself: no Python type conversion differs
+# between the two libraries (the older one runs without pytz, in `python -S -I`: no site-packages,
+# no PYTHONPATH, so only the folder it is given).
+ROWS_OF_EVERY_VIEW = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import duckdb
+con = duckdb.connect(sys.argv[2], read_only=True)
+views = [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
+rows = {v: [r[0] for r in con.execute(f'SELECT to_json(v)::VARCHAR FROM "{v}" AS v').fetchall()] for v in views}
+print(json.dumps({"version": duckdb.__version__, "file": duckdb.__file__, "rows": rows}))
+"""
 
 
 @pytest.fixture
@@ -107,16 +122,25 @@ def test_an_extension_built_for_another_duckdb_stops_every_command_at_start_up(t
     assert not warehouse.exists()
 
 
+def _built_catalog(home: Path) -> tuple[Path, dict[str, list[str]]]:
+    """The catalog of the warehouse under ``home``, built by this DuckDB, and the rows of each of its
+    views (as :data:`ROWS_OF_EVERY_VIEW` gives them)."""
+    catalog = home / "warehouse" / "invarbench.duckdb"
+    con = open_catalog(catalog, Lake(str(home / "warehouse" / "lake")))
+    try:
+        rows = {v: [r[0] for r in con.execute(f'SELECT to_json(v)::VARCHAR FROM "{v}" AS v').fetchall()]
+                for v in _views(con)}
+    finally:
+        con.close()
+    assert len(rows) > 40 and {"accuracy_by_bin", "paired_tests", "runs"} <= set(rows)
+    return catalog, rows
+
+
 def test_the_readme_command_opens_the_warehouse_in_the_installed_shell_with_every_view(old_warehouse):
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert README_COMMAND in readme
-    con = open_catalog(old_warehouse / "warehouse" / "invarbench.duckdb", Lake(str(old_warehouse / "warehouse" / "lake")))
-    try:
-        views = _views(con)
-        expected = {v: query(con, f"SELECT count(*) AS n FROM {v}")[0]["n"] for v in views}
-    finally:
-        con.close()
-    assert len(views) > 40 and {"accuracy_by_bin", "paired_tests", "runs"} <= set(views)
+    _, rows = _built_catalog(old_warehouse)
+    views, expected = sorted(rows), {v: len(r) for v, r in rows.items()}
     script = ".mode csv\n.headers off\n" + "".join(f"SELECT '{v}', count(*) FROM {v};\n" for v in views)
     argv = README_COMMAND.split()
     done = subprocess.run([str(SHELL), *argv[1:]], cwd=old_warehouse, input=script, capture_output=True,
@@ -125,6 +149,22 @@ def test_the_readme_command_opens_the_warehouse_in_the_installed_shell_with_ever
     counts = {name: int(n) for name, n in csv.reader(io.StringIO(done.stdout))}
     assert counts == expected
     assert sum(counts.values()) > 100
+
+
+def test_an_older_duckdb_1x_library_in_its_own_environment_reads_every_view(old_warehouse):
+    pinned = re.search(r"^duckdb==(\S+)$", (REPO / "constraints-duckdb-1x.txt").read_text(encoding="utf-8"), re.M)[1]
+    assert pinned.startswith("1.") and pinned != duckdb.__version__
+    assert (DUCKDB_1X / "duckdb").is_dir(), f"{DUCKDB_1X} is missing: run `make install`"
+    catalog, expected = _built_catalog(old_warehouse)
+    done = subprocess.run([sys.executable, "-S", "-I", "-c", ROWS_OF_EVERY_VIEW, str(DUCKDB_1X), str(catalog)],
+                          cwd=old_warehouse, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["version"] == pinned and Path(got["file"]).is_relative_to(DUCKDB_1X)
+    assert set(got["rows"]) == set(expected)
+    for view, rows in expected.items():
+        assert _normalised([json.loads(r) for r in got["rows"][view]]) == _normalised([json.loads(r) for r in rows]), view
+    assert sum(map(len, expected.values())) > 100
 
 
 def test_invarbench_shell_reads_a_piped_query(old_warehouse):

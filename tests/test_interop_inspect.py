@@ -1,30 +1,26 @@
 """Inspect AI both ways: ``export --format inspect`` and ``import-responses --format inspect``.
 
 The committed logs (tests/fixtures/inspect/, see its README) were written by Inspect AI itself on an
-export of :data:`interop_helpers.CONFIG`; the round trip that runs Inspect here needs its ``inspect``
-command (``INSPECT_BIN``, else one on PATH) and is skipped without one. The CLI runs in-process.
+export of :data:`interop_helpers.CONFIG`; the round trip runs Inspect here too: the ``inspect``
+command of the environment that `make install` puts beside Python (``.venv/inspect``, pinned by
+constraints-inspect.txt), or ``INSPECT_BIN``. The CLI runs in-process.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from interop_helpers import (
-    ACCURACY,
-    FIXTURES,
-    INVARIANCE,
-    exported,
-    invoke,
-    lake,
-    plain_import_marts,
-    run_inspect,
-    serve,
-)
+from conftest import REPO
+from interop_helpers import ACCURACY, FIXTURES, INVARIANCE, exported, invoke, lake, plain_import_marts, run_inspect, serve
+from test_offline_imports import GUARD
+
+from tasks.interop.inspect import load_log
 
 LOGS = FIXTURES / "inspect"
 GOOD, BAD = "openai/fake-good", "openai/fake-bad"
@@ -179,21 +175,32 @@ def test_logs_of_items_never_stored_are_refused(tmp_path):
     assert "(16: item <id> is not in the warehouse; no stored item has its prompt)" in result.said
 
 
-def _inspect_bin() -> str | None:
-    return os.environ.get("INSPECT_BIN") or shutil.which("inspect")
+def _inspect_bin() -> str:
+    """The ``inspect`` command of Inspect's own environment (``make install``), or ``INSPECT_BIN``."""
+    found = os.environ.get("INSPECT_BIN") or str(Path(sys.executable).parent.parent / "inspect" / "bin" / "inspect")
+    assert Path(found).is_file(), f"Inspect AI's `inspect` command is missing at {found}: run `make install`"
+    return found
 
 
-@pytest.mark.skipif(_inspect_bin() is None, reason="Inspect AI's `inspect` command is not installed (INSPECT_BIN)")
 def test_round_trip_through_inspect_itself(tmp_path):
-    """Export, run Inspect on the export against a loopback model, import its log: the same items,
-    the same answers as the model sent, the same marts as a plain import of them."""
+    """Export, run the pinned Inspect on the export against a loopback model with the network blocked
+    beyond this machine, import its log: the same items, the same answers as the model sent, the
+    same marts as a plain import of them."""
     config = exported(tmp_path)
+    guard, attempts = tmp_path / "network guard", tmp_path / "network attempts.log"
+    guard.mkdir()
+    (guard / "sitecustomize.py").write_text(GUARD, encoding="utf-8")
+    attempts.touch()
     server = serve()
     try:
         log = run_inspect(_inspect_bin(), tmp_path / "inspect export" / "task.py", BAD, server.api_base,
-                          tmp_path / "inspect logs", "eval")
+                          tmp_path / "inspect logs", "eval",
+                          env={"PYTHONPATH": str(guard), "INVARBENCH_NETWORK_LOG": str(attempts)})
     finally:
         server.__exit__(None, None, None)
+    assert attempts.read_text(encoding="utf-8") == ""
+    pinned = re.search(r"^inspect_ai==(\S+)$", (REPO / "constraints-inspect.txt").read_text(encoding="utf-8"), re.M)[1]
+    assert load_log(log)[0]["eval"]["packages"]["inspect_ai"] == pinned
     result = invoke("import-responses", log, "--format", "inspect", "-c", config)
     assert result.exit_code == 0, result.output
     stored = _stored(tmp_path)

@@ -1,9 +1,10 @@
 """Importing any module of the packages, first and alone, makes no network attempt.
 
 A ``sitecustomize`` on PYTHONPATH blocks the network before anything else is imported: every
-``socket.getaddrinfo`` and every non-local ``connect`` raises, and is recorded in a file first (a
-library that swallows the error, as litellm does when its price-map download fails, is still
-caught). Each module is imported in a process of its own, forked from a parent that holds only
+``socket.getaddrinfo`` and ``connect`` beyond this machine (a Unix socket, a loopback address or
+``localhost``) raises, and is recorded in a file first (a library that swallows the error, as
+litellm does when its price-map download fails, is still caught). The Inspect round trip runs
+Inspect under the same guard (tests/test_interop_inspect.py). Each module is imported in a process of its own, forked from a parent that holds only
 the guard and the standard library, so no module benefits from another's imports.
 """
 
@@ -33,16 +34,23 @@ GUARD = textwrap.dedent('''
 
     _getaddrinfo, _connect, _connect_ex = socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex
 
+    def _local(host):
+        if isinstance(host, bytes):
+            host = host.decode("ascii", "replace")
+        return isinstance(host, str) and (host.startswith("127.") or host in ("::1", "localhost"))
+
     def getaddrinfo(host, *args, **kwargs):
+        if _local(host):
+            return _getaddrinfo(host, *args, **kwargs)
         _blocked(f"getaddrinfo {host!r}")
 
     def connect(self, address):
-        if self.family == socket.AF_UNIX:
+        if self.family == socket.AF_UNIX or _local(address[0]):
             return _connect(self, address)
         _blocked(f"connect {address!r}")
 
     def connect_ex(self, address):
-        if self.family == socket.AF_UNIX:
+        if self.family == socket.AF_UNIX or _local(address[0]):
             return _connect_ex(self, address)
         _blocked(f"connect {address!r}")
 

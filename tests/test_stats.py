@@ -352,3 +352,36 @@ def test_features_constant_within_tasks_are_dropped_not_confounded(tmp_path):
     ours = _terms(lake, model="m1", fit="per_model")
     assert "n_numbers" not in ours and ours["intercept"]["dropped"] == "n_numbers"
     assert "task[identity]" in ours
+
+
+def test_computed_tables_count_every_outcome_as_the_views_do(tmp_path):
+    lake = LakeBuilder(tmp_path)
+    outcomes = ["correct", "wrong", "unparsable", "truncated", "error"]
+    for f in range(12):
+        for v, variant in enumerate(GEO):
+            item = lake.item(f"F{f}", variant, suite="geometry", task="length", category="length")
+            for m, model in enumerate(("m1", "m2")):
+                status = outcomes[(f + v + m) % 5] if f < 9 else "correct"  # F9-F11: complete and invariant
+                lake.trial(item, model, status, {"correct": "5", "wrong": "4"}.get(status))
+    lake.flush()
+    stats.compute_stats(lake.lake, resamples=20, seed=0)
+    counts = "n_scored, n_correct, n_wrong, n_unparsable, n_truncated, n_error"
+    by_variant = lake.query(f"SELECT model, variant, {counts} FROM accuracy_by_bin ORDER BY ALL")
+    assert all(r["n_truncated"] > 0 for r in by_variant)
+    assert lake.query(f"SELECT model, variant, {counts} FROM computed_bootstrap WHERE metric = 'accuracy' "
+                      "ORDER BY ALL") == by_variant
+    gaps = lake.query(f"SELECT model, variant, variant_b, {counts} FROM computed_bootstrap WHERE metric = 'gap'")
+    per_variant = {(r["model"], r["variant"]): r for r in by_variant}
+    assert len(gaps) == 6
+    for gap in gaps:
+        a, b = per_variant[(gap["model"], gap["variant"])], per_variant[(gap["model"], gap["variant_b"])]
+        assert {c: gap[c] for c in counts.split(", ")} == {c: a[c] + b[c] for c in counts.split(", ")}
+    invariance = lake.query(f"SELECT model, {counts} FROM invariance WHERE task = 'length' ORDER BY ALL")
+    assert invariance == lake.query(f"SELECT model, {counts} FROM computed_bootstrap WHERE metric = 'invariance' "
+                                    "AND task = 'length' ORDER BY ALL")
+    assert sum(r["n_truncated"] for r in invariance) > 0
+    per_model = lake.query("SELECT model, sum(n_scored) AS n, sum(n_correct) AS n_correct, sum(n_unparsable) "
+                           "AS n_unparsable, sum(n_truncated) AS n_truncated, sum(n_error) AS n_error "
+                           "FROM accuracy_by_bin GROUP BY model ORDER BY model")
+    assert lake.query("SELECT DISTINCT model, n, n_correct, n_unparsable, n_truncated, n_error FROM computed_regression "
+                      "WHERE fit = 'per_model' ORDER BY model") == per_model

@@ -77,11 +77,12 @@ def family_bootstrap(statistic: Callable[..., np.ndarray], per_family: Sequence[
 
 
 def status_counts(frame: pl.DataFrame) -> dict[str, int]:
+    """The outcome counts of the trials in ``frame``, as the SQL macro ``status_counts`` gives them."""
     status = frame["status"]
     return {
         "n_scored": int((status != "error").sum()), "n_correct": int((status == "correct").sum()),
         "n_wrong": int((status == "wrong").sum()), "n_unparsable": int((status == "unparsable").sum()),
-        "n_error": int((status == "error").sum()),
+        "n_truncated": int((status == "truncated").sum()), "n_error": int((status == "error").sum()),
     }
 
 
@@ -171,6 +172,7 @@ def invariance_intervals(units: pl.DataFrame, resamples: int, seed: int, level: 
                         n_families=int(complete["family_id"].n_unique()),
                         n_scored=int(complete["n_scored"].sum()), n_correct=int(complete["n_correct"].sum()),
                         n_wrong=int(complete["n_wrong"].sum()), n_unparsable=int(complete["n_unparsable"].sum()),
+                        n_truncated=int(complete["n_truncated"].sum()),
                         n_error=int(group["n_error"].sum()))
             if complete.is_empty():
                 rows += [dict(base, metric=m) for m in ("invariance", "consistency")]

@@ -123,6 +123,7 @@ def regressions(trials: pl.DataFrame, variant_order: Sequence[str], level: float
             base = {"suite": suite, "model": model, "task": task, "fit": fit, "n": data.height,
                     "n_correct": int((data["status"] == "correct").sum()),
                     "n_unparsable": int((data["status"] == "unparsable").sum()),
+                    "n_truncated": int((data["status"] == "truncated").sum()),
                     "n_error": int((frame["status"] == "error").sum()), "reference_model": reference_model,
                     "reference_task": task_effects}
             if fit == "pooled" and len(models) < 2:

@@ -94,7 +94,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("estimate", _f), ("estimate_a", _f), ("estimate_b", _f), ("ci_lo", _f), ("ci_hi", _f),
         ("level", _f), ("n_families", _int), ("n_units", _int), ("n_excluded", _int),
         ("n_scored", _int), ("n_correct", _int), ("n_wrong", _int), ("n_unparsable", _int),
-        ("n_error", _int), ("resamples", _int), ("n_valid_resamples", _int), ("seed", _int),
+        ("n_truncated", _int), ("n_error", _int), ("resamples", _int), ("n_valid_resamples", _int), ("seed", _int),
         # what the computation read (tasks.analysis.stats.inputs_digest): a report reuses it while unchanged
         ("inputs_sha256", _str),
     ]),
@@ -103,7 +103,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("model", _str), ("task", _str), ("fit", _str), ("formula", _str), ("reference_variant", _str),
         ("reference_model", _str), ("reference_task", _str), ("term", _str), ("coef", _f), ("std_err", _f), ("z", _f),
         ("p_value", _f), ("ci_lo", _f), ("ci_hi", _f), ("n", _int), ("n_correct", _int),
-        ("n_unparsable", _int), ("n_error", _int), ("pseudo_r2", _f), ("dropped", _str),
+        ("n_unparsable", _int), ("n_truncated", _int), ("n_error", _int), ("pseudo_r2", _f), ("dropped", _str),
         ("status", _str), ("reason", _str),
     ]),
 }

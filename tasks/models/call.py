@@ -28,7 +28,7 @@ _REF = re.compile(r"\{([A-Za-z0-9_]+)\.(value|text)\}")
 
 
 class StepUnavailable(Exception):
-    """A later step needs an earlier step's answer, which is an error or unparsable."""
+    """A later step needs an earlier step's answer, which is an error, unparsable or truncated."""
 
 
 def trial_id(item_id: str, route: dict[str, Any], sampling: dict[str, Any], sample_idx: int) -> str:
@@ -39,8 +39,9 @@ def trial_id(item_id: str, route: dict[str, Any], sampling: dict[str, Any], samp
 def fill_template(template: str, answers: dict[str, dict[str, Any]]) -> str:
     """Substitute ``{step.value}`` / ``{step.text}`` from earlier steps' answers.
 
-    Raises StepUnavailable when a referenced step has no usable value (error or unparsable), so
-    the trial stops there and is scored as such rather than sending a request built from nothing.
+    Raises StepUnavailable when a referenced step has no usable value (error, unparsable, or cut at
+    the token limit before it stated one), so the trial stops there and is scored as such rather
+    than sending a request built from nothing.
     """
 
     def sub(m: re.Match[str]) -> str:
@@ -135,11 +136,11 @@ def request_row(run_id: str, req: Request, step_index: int) -> dict[str, Any]:
 
 
 def lookup_ledger(lake: Lake, request_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The ``ok`` ledger rows (request_id → response_id, text) for ``request_ids``."""
+    """The ``ok`` ledger rows (request_id → response_id, text, finish_reason) for ``request_ids``."""
     if not request_ids:
         return {}
     rows = lake.read(
-        "SELECT request_id, response_id, text FROM ledger WHERE status = 'ok' "
+        "SELECT request_id, response_id, text, finish_reason FROM ledger WHERE status = 'ok' "
         "AND request_id IN (SELECT unnest(?::VARCHAR[]))",
         [list(request_ids)],
     )

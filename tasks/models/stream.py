@@ -255,16 +255,17 @@ class ModelStream:
         self.stats.waiting += len(got.waiting)
         self.stats.unsent += unsent
         self.stats.errors += sum(1 for r in got.fresh if r.status == "error")
-        answers = {**{k: v["text"] for k, v in ledger.items()}, **{k: v["text"] for k, v in elsewhere.items()},
-                   **{r.request_id: r.text for r in got.fresh if r.status == "ok"}}
+        # (text, finish reason): a step cut at the token limit has no value for the next one to use
+        answers = {**{k: (v["text"], v["finish_reason"]) for k, v in [*ledger.items(), *elsewhere.items()]},
+                   **{r.request_id: (r.text, r.finish_reason) for r in got.fresh if r.status == "ok"}}
         for t, req in batch:
-            text = answers.get(req.request_id)
+            text, finish_reason = answers.get(req.request_id, (None, None))
             if text is None:
                 t.stopped = True
                 self.progress(len(t.steps) - wave - 1)
                 continue
             step = t.steps[wave]
-            parsed = parsing.parse(step.get("answer_type") or t.row["answer_type"], text)
+            parsed = parsing.parse(step.get("answer_type") or t.row["answer_type"], text, finish_reason)
             t.answers[step["name"]] = {"text": text, "value": parsed.value}
 
     async def _send(self, requests: list[Request], answered: Callable[[Response], None]) -> list[Response]:

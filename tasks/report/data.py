@@ -48,7 +48,7 @@ QUERIES = {
     "intervals": "SELECT * FROM computed_bootstrap WHERE scope = 'all'",
     "attractor_counts": "SELECT * FROM attractor_counts",
     "attractors": """SELECT model, suite, task, category, prompt_style, gold, n_scored, n_correct,
-                            n_wrong, n_unparsable, n_error, accuracy, top_wrong, top_wrong_share,
+                            n_wrong, n_unparsable, n_truncated, n_error, accuracy, top_wrong, top_wrong_share,
                             n_50, share_50, n_100, share_100
                      FROM attractors""",
     "breaking": "SELECT * FROM breaking_points(threshold := ?)",

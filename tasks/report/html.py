@@ -129,13 +129,13 @@ def invariance_sections(frames: dict[str, pl.DataFrame]) -> list[Section]:
             interval_column("Consistency@k [95% CI]", table, "consistency", "consistency_lo", "consistency_hi"),
         ).select("model", "suite", "task", "category", "prompt_style", "k", "variants", "n_complete", "n_excluded",
                  "n_families", "Invariance@k [95% CI]", "Consistency@k [95% CI]", "n_scored", "n_wrong", "n_unparsable",
-                 "n_error")
+                 "n_truncated", "n_error")
         section.tables.append(html_table(shown, "Only complete families count; n_excluded lacked a scored answer on some variant"))
     gaps = frames["intervals"].filter(pl.col("metric") == "gap")
     if not gaps.is_empty():
         gaps = gaps.with_columns(interval_column("gap", gaps, "estimate", "ci_lo", "ci_hi")).select(
             "model", "suite", "task", "prompt_style", "variant", "variant_b", "estimate_a", "estimate_b", "gap",
-            "n_families", "n_scored", "n_wrong", "n_unparsable", "n_error")
+            "n_families", "n_scored", "n_wrong", "n_unparsable", "n_truncated", "n_error")
         section.tables.append(html_table(gaps, "Accuracy gap between variants (variant − variant_b) with family bootstrap 95% intervals"))
     section.tables.append(html_table(frames["mcnemar"], "McNemar tests between variants (exact, Holm-adjusted per task)"))
     section.tables.append(html_table(frames["model_pairs"], "McNemar tests between models on the same trials"))
@@ -165,7 +165,7 @@ def regression_section(regression: pl.DataFrame) -> Section:
     else:
         section.tables.append(html_table(regression.select(
             "suite", "model", "task", "fit", "term", "coef", "std_err", "z", "p_value", "ci_lo", "ci_hi", "n", "n_correct",
-            "n_unparsable", "n_error", "reference_variant", "reference_model", "reference_task", "dropped", "status",
+            "n_unparsable", "n_truncated", "n_error", "reference_variant", "reference_model", "reference_task", "dropped", "status",
             "reason"),
             "Per model and pooled with model fixed effects, tasks pooled with task fixed effects, and per task; "
             "skipped fits give their reason"))

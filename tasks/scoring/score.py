@@ -8,7 +8,9 @@ version over the same responses.
 
 Trial-level rule (``SCORER_VERSION`` 2):
 - a step without a response, or whose response is an error after retries → ``error``;
-- a chain stopped because a step's answer needed by the next one was unparsable → ``unparsable``;
+- a chain stopped because a step's answer needed by the next one was unparsable → ``unparsable``,
+  or cut at the token limit before it was stated → ``truncated`` (the stream sends no request built
+  from a number pulled out of a cut reply);
 - the final step's parse unparsable → ``unparsable``; truncated (cut at the token limit before an
   answer was stated) → ``truncated`` (new in version 2: scored, never correct, counted apart);
 - otherwise ``correct`` or ``wrong`` by the answer type's ``matches``; where the parser module
