@@ -134,14 +134,14 @@ def request_row(run_id: str, req: Request, step_index: int) -> dict[str, Any]:
     }
 
 
+# The one rule for "this request is answered": its ledger row is ``ok``. Every stage that asks
+# (the ledger look-up, claims, provider batch jobs) reads these rows, for the request ids in $1.
+USABLE_LEDGER_ROWS = ("SELECT request_id, response_id, text FROM ledger "
+                      "WHERE status = 'ok' AND request_id IN (SELECT unnest($1::VARCHAR[]))")
+
+
 def lookup_ledger(lake: str, request_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The ``ok`` ledger rows (request_id → response_id, text) for ``request_ids``."""
+    """The usable (``ok``) ledger rows (request_id → response_id, text) for ``request_ids``."""
     if not request_ids:
         return {}
-    rows = read(
-        lake,
-        "SELECT request_id, response_id, text FROM ledger WHERE status = 'ok' "
-        "AND request_id IN (SELECT unnest(?::VARCHAR[]))",
-        [list(request_ids)],
-    )
-    return {r["request_id"]: r for r in rows}
+    return {r["request_id"]: r for r in read(lake, USABLE_LEDGER_ROWS, [list(request_ids)])}
