@@ -33,9 +33,10 @@ from tasks.items.validate import validate_items
 from tasks.lake.compact import compact_written
 from tasks.lake.views import read
 from tasks.lake.writes import write_new_items
-from tasks.models.call import CallStats, step_plan
+from tasks.models.call import CallStats
 from tasks.models.cost import Budget, BudgetExceeded
 from tasks.models.stream import Batches, ModelStream, run_calls, run_streams
+from tasks.records import step_plan
 from tasks.runs import progress
 from tasks.scoring.score import StageStats, parse_responses, score_trials
 from tasks.scoring.selection import Selection

@@ -53,13 +53,6 @@ def fill_template(template: str, answers: dict[str, dict[str, Any]]) -> str:
     return _REF.sub(sub, template)
 
 
-def step_plan(row: dict[str, Any]) -> list[dict[str, str]]:
-    """The steps of an item row: one ``main`` step for ``generate``, the stored steps for ``chain``."""
-    if row["solver"] == "chain":
-        return json.loads(row["steps"])
-    return [{"name": "main", "template": "", "answer_type": row["answer_type"], "system": ""}]
-
-
 def step_messages(row: dict[str, Any], step: dict[str, str], answers: dict[str, dict[str, Any]]) -> tuple[tuple[str, str], ...]:
     """The messages of one step's request."""
     if row["solver"] != "chain":

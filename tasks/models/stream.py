@@ -36,14 +36,13 @@ from tasks.models.call import (
     lookup_ledger,
     request_row,
     step_messages,
-    step_plan,
     trial_id,
 )
 from tasks.models.claims import Claims
 from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, estimate_cost
 from tasks.models.routes import Caller, route_for
-from tasks.records import Request, Response
+from tasks.records import Request, Response, step_plan
 from tasks.runs import stopping
 from tasks.runs.lifecycle import mark_stale_crashed
 from tasks.scoring import parse as parsing
@@ -263,7 +262,7 @@ class ModelStream:
                 self.progress(len(t.steps) - wave - 1)
                 continue
             step = t.steps[wave]
-            parsed = parsing.parse(step.get("answer_type") or t.row["answer_type"], text)
+            parsed = parsing.parse(step["answer_type"], text)
             t.answers[step["name"]] = {"text": text, "value": parsed.value}
 
     async def _send(self, requests: list[Request], answered: Callable[[Response], None]) -> list[Response]:
