@@ -77,6 +77,10 @@ def family_bootstrap(statistic: Callable[..., np.ndarray], per_family: Sequence[
 
 
 def status_counts(frame: pl.DataFrame) -> dict[str, int]:
+    """The outcome counts of the trials of ``frame`` (its ``status`` column) for the statistics,
+    which group trials in Python: the counts of the SQL macro ``status_counts``
+    (sql/macros/status_counts.sql, where the rule is stated) but ``n_truncated``, which the
+    ``computed_*`` tables do not store (truncated trials count in ``n_scored``)."""
     status = frame["status"]
     return {
         "n_scored": int((status != "error").sum()), "n_correct": int((status == "correct").sum()),
