@@ -179,10 +179,8 @@ def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
     for stale in lifecycle.mark_stale_crashed(lake):
         logger.warning("run %s marked crashed: %s", stale["run_id"], stale["message"])
     stopping.raise_if_requested()  # stopped before its run began: nothing of it is written
-    run = lifecycle.Run(lake, run_id, "sweep", config=canonical_json(cfg.resolved()),
-                        models=canonical_json(cfg.sweep.models), flow_run_id=lifecycle.flow_run_id())
-    run.start(n_items=n_items)
-    return run
+    return lifecycle.begin(lake, "sweep", config=canonical_json(cfg.resolved()), models=cfg.sweep.models,
+                           run_id=run_id, n_items=n_items)
 
 
 def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, batches: list[list[dict[str, Any]]],
@@ -194,8 +192,7 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, batches: list[list[
     Returns the run summary and the call totals."""
     lake = cfg.lake_path
     crashes_before = len(embedded.crashes())
-    counts: dict[str, int] = {}
-    try:
+    with run:  # an exception ends the run failed or cancelled, with the counts kept so far
         with progress.stage("store items", len(batches)) as advance:
             for i, batch in enumerate(batches):
                 store_items_batch(lake, quote(batch), i)
@@ -205,9 +202,8 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, batches: list[list[
         totals = CallStats()
         for stats in per_model.values():
             totals.add(stats)
-        counts.update(n_requests=totals.requests, n_sent=totals.sent, n_cached=totals.cached,
-                      n_errors=totals.errors)
-        stopping.raise_if_requested()  # the run ends `cancelled` below, with the counts of what it did
+        run.count(n_requests=totals.requests, n_sent=totals.sent, n_cached=totals.cached, n_errors=totals.errors)
+        stopping.raise_if_requested()  # the run ends `cancelled`, with the counts of what it did
         budget = next((s.budget for s in per_model.values() if s.budget), "")
         if budget:
             raise BudgetExceeded(budget)  # after every model ended: what was answered is parsed and scored
@@ -216,16 +212,12 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, batches: list[list[
         # Every other model has had its turn; what the dead worker had answered is stored.
         embedded.check_crashes(crashes_before)
         summary = summarize(cfg, run, n_items, dropped_families, per_model, totals, catalog)
-    except BaseException as exc:
-        # Without this row the run would read `running` until its heartbeat went stale.
-        run.end_with(exc, **counts)
-        raise
-    # A run whose batch jobs are still running is not done: the next sweep collects them.
-    if totals.waiting:
-        run.wait(f"{totals.waiting} request(s) wait in provider batch jobs; the next sweep collects them",
-                 report_path=summary["report"], **counts)
-    else:
-        run.finish(report_path=summary["report"], **counts)
+        # A run whose batch jobs are still running is not done: the next sweep collects them.
+        if totals.waiting:
+            run.wait(f"{totals.waiting} request(s) wait in provider batch jobs; the next sweep collects them",
+                     report_path=summary["report"])
+        else:
+            run.finish(report_path=summary["report"])
     return summary, totals
 
 
