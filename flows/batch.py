@@ -11,7 +11,7 @@ per request, also when a unit is run again after a crash.
 Workers on several machines must see the same lake (``warehouse.lake`` on shared storage) and the
 same configuration file path (relative to the repository checkout, or on shared storage). The
 parent reads the run's totals from the lake, not from the units' results: those stay on the
-machine that computed them.
+machine that computed them (:func:`tasks.models.call.run_totals`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from tasks.environment import apply_defaults
 from tasks.lake.compact import compact_written
 from tasks.lake.views import read
 from tasks.models import embedded
-from tasks.models.call import CallStats
+from tasks.models.call import CallStats, run_totals
 from tasks.runs import stopping
 
 BATCH_DEPLOYMENT = "sweep-batch/batch"
@@ -86,23 +86,6 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
     embedded.check_crashes(crashes_before)
     stopping.raise_if_requested()  # what it answered is stored; the flow run ends Cancelled
     return asdict(stats)
-
-
-def lake_totals(lake: str, run_id: str) -> dict[str, CallStats]:
-    """A run's call totals per model from the lake: requests recorded, responses received, errors
-    among them, and requests still waiting in batch jobs the run submitted."""
-    rows = read(lake, """
-        WITH req AS (SELECT model, count(*) AS requests FROM run_requests WHERE run_id = $1 GROUP BY model),
-             got AS (SELECT model, count(*) AS sent, count(*) FILTER (WHERE status = 'error') AS errors
-                     FROM responses WHERE run_id = $1 GROUP BY model),
-             wait AS (SELECT model, count(*) AS waiting FROM batch_jobs, unnest(request_ids) AS t(request_id)
-                      WHERE run_id = $1 AND status <> 'stored' GROUP BY model)
-        SELECT model, requests, coalesce(sent, 0) AS sent, coalesce(errors, 0) AS errors,
-               coalesce(waiting, 0) AS waiting
-        FROM req LEFT JOIN got USING (model) LEFT JOIN wait USING (model)""",
-               [run_id])
-    return {r["model"]: CallStats(requests=r["requests"], sent=r["sent"], errors=r["errors"], waiting=r["waiting"],
-                                  cached=r["requests"] - r["sent"] - r["waiting"]) for r in rows}
 
 
 def _runs(ids: list[Any], states: set[StateType]) -> FlowRunFilter:
@@ -156,4 +139,4 @@ def dispatch_units(lake: str, config_path: str | None, overrides: dict[str, Any]
         raise RuntimeError("batch flow run(s) did not complete: " + "; ".join(
             f"{r.name} ({r.state_name}{': ' + r.state.message if r.state and r.state.message else ''})"
             for r in failed))
-    return lake_totals(lake, run_id)
+    return run_totals(lake, run_id)

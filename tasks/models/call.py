@@ -66,12 +66,15 @@ def step_messages(row: dict[str, Any], step: dict[str, str], answers: dict[str, 
 
 @dataclass
 class CallStats:
-    """What one call-stage batch did.
+    """What one call-stage batch did, and summed (:meth:`add`), what a model or a run did.
 
-    ``waiting`` counts requests in provider batch jobs that had not finished when the stage stopped
-    waiting; ``unsent`` those a budget kept from being sent (``budget`` says which budget).
+    ``requests`` counts the requests recorded for the run: ``cached`` (answered in the ledger
+    already, or meanwhile by another sweep), ``sent`` (a response of this run, ``errors`` among
+    them), ``waiting`` (in provider batch jobs that had not finished when the stage stopped
+    waiting). ``unsent`` counts the requests a budget (``budget`` says which) or a stop kept back.
     ``concurrency`` holds, per model, the smallest and the final adaptive concurrency and the
-    number of throttled (429 / Retry-After) attempts.
+    number of throttled (429 / Retry-After) attempts. The stream counts them as it calls; a run
+    whose calls ran elsewhere reads them back from the lake (:func:`run_totals`).
     """
 
     trials: int = 0
@@ -95,6 +98,27 @@ class CallStats:
             mine["min"] = min(mine["min"], got["min"])
             mine["final"] = got["final"]
             mine["throttled"] += got["throttled"]
+
+
+def run_totals(lake: str, run_id: str) -> dict[str, CallStats]:
+    """A run's :class:`CallStats` per model, read back from the lake: requests recorded, responses
+    of the run (errors among them), requests still waiting in batch jobs the run submitted, and the
+    rest as cached. The lake does not tell an unsent request from a cached one (neither has a
+    response of the run), so ``unsent`` stays 0 and such requests count as cached; the times and
+    concurrency stay with the processes that called."""
+    rows = read(lake, """
+        WITH req AS (SELECT model, count(*) AS requests FROM run_requests WHERE run_id = $1 GROUP BY model),
+             got AS (SELECT model, count(*) AS sent, count(*) FILTER (WHERE status = 'error') AS errors
+                     FROM responses WHERE run_id = $1 GROUP BY model),
+             -- 'stored': a job whose lines are in the ledger (tasks.models.batch_jobs.STORED)
+             wait AS (SELECT model, count(*) AS waiting FROM batch_jobs, unnest(request_ids) AS t(request_id)
+                      WHERE run_id = $1 AND status <> 'stored' GROUP BY model)
+        SELECT model, requests, coalesce(sent, 0) AS sent, coalesce(errors, 0) AS errors,
+               coalesce(waiting, 0) AS waiting
+        FROM req LEFT JOIN got USING (model) LEFT JOIN wait USING (model)""",
+               [run_id])
+    return {r["model"]: CallStats(requests=r["requests"], sent=r["sent"], errors=r["errors"], waiting=r["waiting"],
+                                  cached=r["requests"] - r["sent"] - r["waiting"]) for r in rows}
 
 
 @dataclass
