@@ -68,13 +68,7 @@ def parse_responses(lake: str, selection: Selection) -> StageStats:
             params=params,
         ).to_arrow_table()
         con.register("selected", selected)
-        step_types = []
-        for item_type, solver, steps, step in con.sql(
-                "SELECT DISTINCT item_answer_type, solver, steps, step FROM selected").fetchall():
-            answer_type = step_answer_type({"answer_type": item_type, "solver": solver, "steps": steps}, step)
-            step_types.append((item_type, solver, steps, step, answer_type, parsing.parser_version(answer_type)))
-        con.register("step_types", _strings(step_types, ("item_answer_type", "solver", "steps", "step",
-                                                         "answer_type", "parser_version")))
+        con.register("step_types", _step_types(con))
         # one row per response and parser version that has no parse yet
         todo = con.sql(
             """
@@ -108,6 +102,17 @@ def parse_responses(lake: str, selection: Selection) -> StageStats:
         ).to_arrow_table()
     write_table(lake, "parses", _stamped(out))
     return StageStats(examined=selected.num_rows, written=out.num_rows)
+
+
+def _step_types(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """The answer type and parser version of each distinct step (item answer type, solver, steps,
+    step name) of the registered ``selected`` responses."""
+    rows = []
+    for item_type, solver, steps, step in con.sql(
+            "SELECT DISTINCT item_answer_type, solver, steps, step FROM selected").fetchall():
+        answer_type = step_answer_type({"answer_type": item_type, "solver": solver, "steps": steps}, step)
+        rows.append((item_type, solver, steps, step, answer_type, parsing.parser_version(answer_type)))
+    return _strings(rows, ("item_answer_type", "solver", "steps", "step", "answer_type", "parser_version"))
 
 
 def judge(answer_type: str, gold: str, n_steps: int, steps: list[dict[str, Any]]) -> dict[str, Any]:
