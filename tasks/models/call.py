@@ -66,7 +66,7 @@ def step_messages(row: dict[str, Any], step: dict[str, str], answers: dict[str, 
 
 @dataclass
 class CallStats:
-    """What one call-stage batch did, and summed (:meth:`add`), what a model or a run did.
+    """What one call-stage chunk did, and summed (:meth:`add`), what a model or a run did.
 
     ``requests`` counts the requests recorded for the run: ``cached`` (answered in the ledger
     already, or meanwhile by another sweep), ``sent`` (a response of this run, ``errors`` among

@@ -1,7 +1,7 @@
-"""Scale-out: a sweep's (model, batch) units as flow runs that any worker on the pool may run.
+"""Scale-out: a sweep's (model, chunk) units as flow runs that any worker on the pool may run.
 
 ``sweep(dispatch=True)`` generates, validates and stores the items as usual, then creates one
-flow run of the ``sweep-batch/batch`` deployment per unit (:func:`dispatch_units`). A unit reads
+flow run of the ``sweep-unit/unit`` deployment per unit (:func:`dispatch_units`). A unit reads
 its items from the lake by id, and runs call → parse → score exactly as a local sweep does
 (:func:`flows.stages.run_unit`, which streams the unit's requests as a local sweep streams a
 model's: :mod:`tasks.models.stream`). Each request belongs to exactly one unit and the ledger
@@ -41,7 +41,7 @@ from tasks.models import embedded
 from tasks.models.call import CallStats, run_totals
 from tasks.runs import stopping
 
-BATCH_DEPLOYMENT = "sweep-batch/batch"
+UNIT_DEPLOYMENT = "sweep-unit/unit"
 POLL_SECONDS = 2.0
 
 
@@ -58,16 +58,16 @@ def load_items(lake: str, item_ids: Sequence[str]) -> list[dict[str, Any]]:
     by_id = {r["item_id"]: r for r in rows}
     missing = [i for i in item_ids if i not in by_id]
     if missing:
-        raise RuntimeError(f"{len(missing)} item(s) of this batch are not in the lake {lake} (first: {missing[0]}); "
+        raise RuntimeError(f"{len(missing)} item(s) of this chunk are not in the lake {lake} (first: {missing[0]}); "
                            "workers on several machines need warehouse.lake on shared storage")
     return [by_id[i] for i in item_ids]
 
 
-@flow(name="sweep-batch", log_prints=False)
+@flow(name="sweep-unit", log_prints=False)
 @stopping.stoppable
-def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_id: str, model: str,
+def sweep_unit(config_path: str | None, overrides: dict[str, Any] | None, run_id: str, model: str,
                 index: int, item_ids: list[str]) -> dict[str, Any]:
-    """One (model, batch) unit of a dispatched sweep: call, parse and score; returns the call stats.
+    """One (model, chunk) unit of a dispatched sweep: call, parse and score; returns the call stats.
 
     Fails (after storing what it has) when an embedded model's worker process died during it.
     """
@@ -117,26 +117,26 @@ def wait_for(ids: list[Any], on_done: Callable[[int], None]) -> list[FlowRun]:
 
 
 def dispatch_units(lake: str, config_path: str | None, overrides: dict[str, Any] | None, run_id: str,
-                   units: list[tuple[str, int]], batches: list[list[dict[str, Any]]],
+                   units: list[tuple[str, int]], chunks: list[list[dict[str, Any]]],
                    on_done: Callable[[int], None]) -> dict[str, CallStats]:
-    """Create one ``sweep-batch`` flow run per unit, wait for all, and return the run's totals per model.
+    """Create one ``sweep-unit`` flow run per unit, wait for all, and return the run's totals per model.
 
     Raises RuntimeError naming the units whose flow run did not complete.
     """
     runs = [
         run_deployment(
-            BATCH_DEPLOYMENT, timeout=0, flow_run_name=f"{model}-batch-{i}",
+            UNIT_DEPLOYMENT, timeout=0, flow_run_name=f"{model}-chunk-{i}",
             # The same unit of the same run is one flow run, even if this loop is retried.
             idempotency_key=f"{run_id}/{model}/{i}",
             parameters={"config_path": config_path, "overrides": overrides, "run_id": run_id, "model": model,
-                        "index": i, "item_ids": [r["item_id"] for r in batches[i]]},
+                        "index": i, "item_ids": [r["item_id"] for r in chunks[i]]},
         )
         for model, i in units
     ]
     failed = wait_for([r.id for r in runs], on_done)
     if failed and not stopping.requested():  # a stopped sweep ends `cancelled` with what its units did
         # The state's message carries the unit's error (a dead embedded model names its signal).
-        raise RuntimeError("batch flow run(s) did not complete: " + "; ".join(
+        raise RuntimeError("unit flow run(s) did not complete: " + "; ".join(
             f"{r.name} ({r.state_name}{': ' + r.state.message if r.state and r.state.message else ''})"
             for r in failed))
     return run_totals(lake, run_id)
