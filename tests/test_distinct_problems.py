@@ -14,7 +14,7 @@ from tasks.items.validate import ValidationFailed, dedupe, validate_items
 from tasks.suites import suite_tasks
 from tasks.suites.base import rng_for
 from tasks.suites.geometry import TEMPLATES, draw_families, figure_problem
-from tasks.suites.geometry.common import polygon_problem
+from tasks.suites.geometry.template import polygon_problem
 
 I = sympy.Integer
 

@@ -9,6 +9,14 @@ category as the paper's tables are. Each task runs that category's templates (se
 :data:`TEMPLATES`); imported parallel sets are the separate generator ``geometry.imported``
 (:mod:`tasks.suites.geometry.imported`).
 
+Templates live by figure: each category module (:mod:`~tasks.suites.geometry.length`, ``area``,
+``angle``, ``ratio``) holds its triangle and polygon templates and lists all the category's
+templates in order; :mod:`~tasks.suites.geometry.circles` and :mod:`~tasks.suites.geometry.solids`
+hold the circle and solid templates of every category. Their shared pieces: ``template``
+(:class:`Template`, degenerate figures), ``exact`` (values, vector arithmetic), ``placement``
+(lattice placements and draws), ``triangles`` (pool, configurations, measures, phrases) and
+``text`` (how numbers, points, vectors and equations are written).
+
 A *family* is one template with one seeded configuration; its items are the renderings
 ``euclid``, ``coord`` and ``vector`` (the ``variant``) crossed with the prompt styles (the
 ``prompt_style`` field, see :mod:`tasks.suites.geometry.prompts`); all share ``family_id``, the
@@ -59,8 +67,10 @@ from tasks.suites.base import (
     rng_for,
 )
 from tasks.suites.geometry import angle, area, length, ratio
-from tasks.suites.geometry.common import REPRESENTATIONS, Config, Template, readable
+from tasks.suites.geometry.exact import Config
 from tasks.suites.geometry.prompts import STYLES, check_styles, style_items
+from tasks.suites.geometry.template import REPRESENTATIONS, Template
+from tasks.suites.geometry.text import readable
 
 SUITE = "geometry"
 VERSION = "2"  # 2: families with degenerate figures or a repeated rendering are redrawn

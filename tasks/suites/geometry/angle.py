@@ -1,7 +1,9 @@
 """Category ``angle``: angles and directions, always asked and answered in whole degrees.
 
 Whole-degree answers from readable coordinates limit the angles to multiples of 30° and 45°
-(and what halving or regular polygons give); coordinates then hold ``k√2`` or ``k√3``.
+(and what halving or regular polygons give); coordinates then hold ``k√2`` or ``k√3``. The
+category's circle and solid templates are in :mod:`~tasks.suites.geometry.circles` and
+:mod:`~tasks.suites.geometry.solids`.
 """
 
 from __future__ import annotations
@@ -11,39 +13,21 @@ import random
 
 import sympy
 
-from tasks.suites.geometry.common import (
-    Config,
-    Template,
-    angle_deg,
-    circle_text,
-    dec,
-    dec_points,
-    dist,
-    enc,
-    enc_points,
-    fmt,
-    place2d,
-    place3d,
-    points_text,
-    polar,
-    position_vectors_text,
-    sub,
-    vec_text,
+from tasks.suites.geometry.circles import INSCRIBED_ANGLE, TANGENT_ANGLE
+from tasks.suites.geometry.exact import ORIGIN, Config, I, Z, angle_deg, dec_points, dist, enc_points, polar, sub
+from tasks.suites.geometry.placement import plane_config
+from tasks.suites.geometry.solids import CUBE_ANGLE
+from tasks.suites.geometry.template import Template
+from tasks.suites.geometry.text import (
+    coefficient, fmt, in_plane, points_text, position_vectors_text, vec_text, vector_question,
 )
-
-Z = sympy.Integer(0)
-I = sympy.Integer
-ORIGIN = (Z, Z)
+from tasks.suites.geometry.triangles import vertices_text
 
 
 def _angle_at(c: Config, vertex: str, first: str, second: str) -> sympy.Expr:
     """∠(first, vertex, second) of the configuration's points, in degrees."""
     p = dec_points(c)
     return angle_deg(sub(p[first], p[vertex]), sub(p[second], p[vertex]))
-
-
-def _vector_question(first: str, vertex: str, second: str) -> str:
-    return f"Find the angle between the vectors {first} - {vertex} and {second} - {vertex}, in degrees."
 
 
 # --- angle between two vectors ---------------------------------------------------------------
@@ -55,8 +39,9 @@ _VECTOR_B = {45: (1, 1), 60: (1, sympy.sqrt(3)), 90: (0, 1), 120: (-1, sympy.sqr
 def _vector_angle_draw(rng: random.Random) -> Config:
     angle = rng.choice(sorted(_VECTOR_B))
     m = rng.randint(1, 6)
-    base = {"O": ORIGIN, "A": (I(rng.randint(1, 8)), Z), "B": tuple(sympy.nsimplify(m * x) for x in _VECTOR_B[angle])}
-    return {"points": enc_points(place2d(rng, base))}
+    return plane_config(rng, {
+        "O": ORIGIN, "A": (I(rng.randint(1, 8)), Z), "B": tuple(sympy.nsimplify(m * x) for x in _VECTOR_B[angle]),
+    })
 
 
 def _vector_angle_euclid(c: Config) -> str:
@@ -74,9 +59,7 @@ def _vector_angle_vector(c: Config) -> str:
 VECTOR_ANGLE = Template(
     "vector_angle", "angle", 3,
     figures=("OAB",),
-    draw=_vector_angle_draw,
-    gold=lambda c: _angle_at(c, "O", "A", "B"),
-    euclid=_vector_angle_euclid,
+    draw=_vector_angle_draw, gold=lambda c: _angle_at(c, "O", "A", "B"), euclid=_vector_angle_euclid,
     coord=lambda c: f"For the points {points_text(dec_points(c), 'OAB')}, find ∠AOB in degrees.",
     vector=_vector_angle_vector,
 )
@@ -102,8 +85,7 @@ _INTEGER_TRIANGLES = _integer_triangles()
 def _sides_angle_draw(rng: random.Random) -> Config:
     angle = rng.choice(sorted(_INTEGER_TRIANGLES))
     a, b = rng.choice(_INTEGER_TRIANGLES[angle])
-    base = {"A": (I(b), Z), "B": polar(a, angle), "C": ORIGIN}
-    return {"points": enc_points(place2d(rng, base))}
+    return plane_config(rng, {"A": (I(b), Z), "B": polar(a, angle), "C": ORIGIN})
 
 
 def _sides_angle_euclid(c: Config) -> str:
@@ -115,11 +97,9 @@ def _sides_angle_euclid(c: Config) -> str:
 SIDES_ANGLE = Template(
     "sides_angle", "angle", 3,
     figures=("ABC",),
-    draw=_sides_angle_draw,
-    gold=lambda c: _angle_at(c, "C", "A", "B"),
-    euclid=_sides_angle_euclid,
-    coord=lambda c: f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}. Find ∠ACB in degrees.",
-    vector=lambda c: f"In the plane, {position_vectors_text(dec_points(c), 'ABC')}. {_vector_question('a', 'c', 'b')}",
+    draw=_sides_angle_draw, gold=lambda c: _angle_at(c, "C", "A", "B"), euclid=_sides_angle_euclid,
+    coord=lambda c: f"{vertices_text(c)}. Find ∠ACB in degrees.",
+    vector=lambda c: f"{in_plane(c, 'ABC')} {vector_question('a', 'c', 'b')}",
 )
 
 # --- inclination of a line -------------------------------------------------------------------
@@ -186,10 +166,8 @@ def _line_equation(phi: int, intercept: int) -> str:
     slope = sympy.nsimplify(sympy.tan(sympy.pi * phi / 180))
     if slope == 0:
         return f"y = {intercept}"
-    mag = fmt(abs(slope))
-    mag = "" if mag == "1" else (f"({mag})" if "/" in mag else mag)
     tail = "" if intercept == 0 else (f" + {intercept}" if intercept > 0 else f" - {-intercept}")
-    return f"y = {'-' if slope < 0 else ''}{mag}x{tail}"
+    return f"y = {'-' if slope < 0 else ''}{coefficient(abs(slope))}x{tail}"
 
 
 def _line_point(phi: int, intercept: int):
@@ -221,82 +199,10 @@ def _lines_vector(c: Config) -> str:
 
 LINES_ANGLE = Template(
     "lines_angle", "angle", 2,
-    draw=_lines_draw,
-    gold=_lines_angle,
-    euclid=_lines_euclid,
-    coord=_lines_coord,
-    vector=_lines_vector,
-)
-
-# --- inscribed angle -------------------------------------------------------------------------
-
-_ON_CIRCLE = sorted(set(range(0, 360, 30)) | set(range(0, 360, 45)))
-
-
-def _inscribed_draw(rng: random.Random) -> Config:
-    r = 2 * rng.randint(1, 4)
-    angles = rng.sample(_ON_CIRCLE, 3)
-    relative = [polar(r, a) for a in angles]
-    # the centre moves only along axes where every point is rational (see place2d)
-    centre = [rng.randint(-6, 6) if all(p[i].is_Rational for p in relative) else 0 for i in range(2)]
-    return {"centre": [enc(x) for x in centre], "r": r, "angles": angles}
-
-
-def _inscribed_relative(c: Config) -> dict:
-    """The points A, B, C relative to the centre."""
-    return {n: polar(c["r"], a) for n, a in zip("ABC", c["angles"])}
-
-
-def _inscribed_absolute(c: Config) -> dict:
-    o = tuple(dec(x) for x in c["centre"])
-    return {n: tuple(sympy.nsimplify(a + b) for a, b in zip(p, o)) for n, p in _inscribed_relative(c).items()}
-
-
-def _inscribed_gold(c: Config) -> sympy.Expr:
-    """Half the arc AB that does not contain C (the inscribed angle theorem; exact and fast,
-    where sympy's acos of the cosines of 15° multiples is slow)."""
-    return sympy.Rational(_arc_without_c(c), 2)
-
-
-def _arc_without_c(c: Config) -> int:
-    """The arc AB not containing C, in degrees."""
-    a, b, x = c["angles"]
-    ab = (b - a) % 360
-    return 360 - ab if (x - a) % 360 < ab else ab
-
-
-def _inscribed_euclid(c: Config) -> str:
-    return (f"The points A, B and C lie on a circle with centre O and radius {c['r']}. The arc AB that does not "
-            f"contain C measures {_arc_without_c(c)}°. Find ∠ACB in degrees.")
-
-
-def _inscribed_coord(c: Config) -> str:
-    o = tuple(dec(x) for x in c["centre"])
-    return (f"The points {points_text(_inscribed_absolute(c), 'ABC')} lie on the circle with centre "
-            f"{points_text({'O': o}, 'O')}. Find ∠ACB in degrees.")
-
-
-def _inscribed_vector(c: Config) -> str:
-    p = _inscribed_relative(c)
-    return (f"Relative to the centre O of a circle, the points A, B and C on the circle have position vectors "
-            f"{vec_text('a', p['A'])}, {vec_text('b', p['B'])} and {vec_text('c', p['C'])}. "
-            f"{_vector_question('a', 'c', 'b')}")
-
-
-INSCRIBED_ANGLE = Template(
-    "inscribed_angle", "angle", 4,
-    draw=_inscribed_draw,
-    gold=_inscribed_gold,
-    euclid=_inscribed_euclid,
-    coord=_inscribed_coord,
-    vector=_inscribed_vector,
+    draw=_lines_draw, gold=_lines_angle, euclid=_lines_euclid, coord=_lines_coord, vector=_lines_vector,
 )
 
 # --- interior angle of a regular polygon -----------------------------------------------------
-
-
-def _polygon_draw(rng: random.Random) -> Config:
-    return {"n": rng.choice((5, 6, 8, 9, 10, 12)), "R": rng.randint(1, 9)}
 
 
 def _polygon_coord(c: Config) -> str:
@@ -316,14 +222,13 @@ def _polygon_vector(c: Config) -> str:
 POLYGON_ANGLE = Template(
     "polygon_angle", "angle", 5,
     count=lambda c: c["n"],
-    draw=_polygon_draw,
+    draw=lambda rng: {"n": rng.choice((5, 6, 8, 9, 10, 12)), "R": rng.randint(1, 9)},
     gold=lambda c: sympy.Integer(180) * (c["n"] - 2) / c["n"],
     euclid=lambda c: (
         f"A regular polygon with {c['n']} sides is inscribed in a circle of radius {c['R']}. "
         "Find each interior angle of the polygon, in degrees."
     ),
-    coord=_polygon_coord,
-    vector=_polygon_vector,
+    coord=_polygon_coord, vector=_polygon_vector,
 )
 
 # --- base angle of an isosceles triangle -----------------------------------------------------
@@ -332,8 +237,7 @@ POLYGON_ANGLE = Template(
 def _isosceles_draw(rng: random.Random) -> Config:
     apex = rng.choice((30, 60, 90, 120, 150))
     s = 2 * rng.randint(1, 5)
-    base = {"A": ORIGIN, "B": (I(s), Z), "C": polar(s, apex)}
-    return {"points": enc_points(place2d(rng, base))}
+    return plane_config(rng, {"A": ORIGIN, "B": (I(s), Z), "C": polar(s, apex)})
 
 
 ISOSCELES_ANGLE = Template(
@@ -345,94 +249,8 @@ ISOSCELES_ANGLE = Template(
         f"In triangle ABC, AB = AC = {fmt(dist(dec_points(c)['A'], dec_points(c)['B']))} and "
         f"∠BAC = {fmt(_angle_at(c, 'A', 'B', 'C'))}°. Find ∠ABC in degrees."
     ),
-    coord=lambda c: f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}. Find ∠ABC in degrees.",
-    vector=lambda c: f"In the plane, {position_vectors_text(dec_points(c), 'ABC')}. {_vector_question('a', 'b', 'c')}",
-)
-
-# --- angle between two tangents --------------------------------------------------------------
-
-# (angle, radius, offset of P from the centre), each scaled by k
-_TANGENTS = {60: (1, (2, 0)), 90: (1, (1, 1)), 120: (sympy.sqrt(3), (2, 0))}
-
-
-def _tangent_angle_draw(rng: random.Random) -> Config:
-    angle = rng.choice(sorted(_TANGENTS))
-    k = rng.randint(1, 6)
-    radius, offset = _TANGENTS[angle]
-    moved = place2d(rng, {"O": ORIGIN, "P": (I(k * offset[0]), I(k * offset[1]))})
-    return {"points": enc_points(moved), "r": enc(k * radius)}
-
-
-def _tangent_angle_gold(c: Config) -> sympy.Expr:
-    p = dec_points(c)
-    return 2 * sympy.asin(dec(c["r"]) / dist(p["O"], p["P"])) * 180 / sympy.pi
-
-
-def _tangent_angle_vector(c: Config) -> str:
-    p = dec_points(c)
-    return (f"A circle consists of the points with position vector x such that |x - c| = {fmt(dec(c['r']))}, where "
-            f"{vec_text('c', p['O'])}. Two tangents are drawn to the circle from the point P with position vector "
-            f"{vec_text('p', p['P'])}. Find the angle between the two tangents, in degrees.")
-
-
-TANGENT_ANGLE = Template(
-    "tangent_angle", "angle", 2,
-    draw=_tangent_angle_draw,
-    gold=_tangent_angle_gold,
-    euclid=lambda c: (
-        f"Two tangents are drawn to a circle of radius {fmt(dec(c['r']))} from a point P at distance "
-        f"{fmt(dist(dec_points(c)['O'], dec_points(c)['P']))} from its centre. "
-        "Find the angle between the two tangents, in degrees."
-    ),
-    coord=lambda c: (
-        f"Two tangents are drawn from {points_text(dec_points(c), 'P')} to the circle "
-        f"{circle_text(dec_points(c)['O'], dec(c['r']) ** 2, 'xy')}. "
-        "Find the angle between the two tangents, in degrees."
-    ),
-    vector=_tangent_angle_vector,
-)
-
-# --- angle between edges and face diagonals of a cube ----------------------------------------
-
-CUBE = {"A": (0, 0, 0), "B": (1, 0, 0), "C": (1, 1, 0), "D": (0, 1, 0),
-        "E": (0, 0, 1), "F": (1, 0, 1), "G": (1, 1, 1), "H": (0, 1, 1)}
-
-
-def _cube_draw(rng: random.Random) -> Config:
-    s = rng.randint(1, 6)
-    x, y = rng.sample("BCDEFH", 2)  # G would give the space diagonal, whose angles are not whole
-    unit = {n: tuple(I(s * v) for v in CUBE[n]) for n in ("A", x, y)}
-    return {"edge": s, "names": [x, y], "points": enc_points(place3d(rng, unit))}
-
-
-def _cube_vectors(c: Config):
-    p = dec_points(c)
-    x, y = c["names"]
-    return sub(p[x], p["A"]), sub(p[y], p["A"])
-
-
-def _cube_coord(c: Config) -> str:
-    x, y = c["names"]
-    return (f"The points {points_text(dec_points(c), 'A' + x + y)} are vertices of a cube with edge {c['edge']}. "
-            f"Find ∠{x}A{y} in degrees.")
-
-
-def _cube_vector(c: Config) -> str:
-    u, v = _cube_vectors(c)
-    return (f"From one vertex of a cube with edge {c['edge']}, the vectors {vec_text('u', u)} and {vec_text('v', v)} "
-            "lead to two other vertices. Find the angle between u and v, in degrees.")
-
-
-CUBE_ANGLE = Template(
-    "cube_angle", "angle", 3,
-    draw=_cube_draw,
-    gold=lambda c: angle_deg(*_cube_vectors(c)),
-    euclid=lambda c: (
-        f"ABCDEFGH is a cube with edge {c['edge']}: ABCD is one face, and E, F, G and H lie directly above A, B, C "
-        f"and D. Find ∠{c['names'][0]}A{c['names'][1]} in degrees."
-    ),
-    coord=_cube_coord,
-    vector=_cube_vector,
+    coord=lambda c: f"{vertices_text(c)}. Find ∠ABC in degrees.",
+    vector=lambda c: f"{in_plane(c, 'ABC')} {vector_question('a', 'b', 'c')}",
 )
 
 # --- angles of an isosceles trapezoid --------------------------------------------------------
@@ -448,7 +266,7 @@ def _trapezoid_draw(rng: random.Random) -> Config:
     e, h = sympy.nsimplify(m * half_diff), sympy.nsimplify(m * height)
     b = sympy.nsimplify(rng.randint(1, 8) * unit)
     base = {"A": ORIGIN, "B": (b + 2 * e, Z), "C": (b + e, h), "D": (e, h)}
-    return {"points": enc_points(place2d(rng, base)), "asked": rng.choice(["ABC", "BCD"])}
+    return {**plane_config(rng, base), "asked": rng.choice(["ABC", "BCD"])}
 
 
 def _trapezoid_euclid(c: Config) -> str:
@@ -470,7 +288,7 @@ TRAPEZOID_ANGLE = Template(
     ),
     vector=lambda c: (
         f"In the plane, {position_vectors_text(dec_points(c), 'ABCD')}; ABCD is a trapezoid. "
-        f"{_vector_question(c['asked'][0].lower(), c['asked'][1].lower(), c['asked'][2].lower())}"
+        f"{vector_question(*c['asked'].lower())}"
     ),
 )
 

@@ -44,8 +44,8 @@ from tasks.records import Item
 from tasks.scoring.parse.math_expression import canonical
 from tasks.suites.base import TaskSpec, bins_from_edges, family_id, find_bin
 from tasks.suites.geometry import DEFAULTS, SUITE
-from tasks.suites.geometry.common import REPRESENTATIONS
 from tasks.suites.geometry.prompts import check_styles, style_items
+from tasks.suites.geometry.template import REPRESENTATIONS
 
 COLUMNS = ("id", "category", "euclid", "coord", "vector", "answer")
 CATEGORY_ALIASES = {

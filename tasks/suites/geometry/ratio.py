@@ -1,66 +1,30 @@
-"""Category ``ratio``: ratios of segments and of areas (answers are rational)."""
+"""Category ``ratio``: ratios of segments and of areas (answers are rational); the category's
+circle template is in :mod:`~tasks.suites.geometry.circles`."""
 
 from __future__ import annotations
 
-import math
 import random
+from typing import Callable
 
 import sympy
 
-from tasks.suites.geometry.common import (
-    Config,
-    Template,
-    add,
-    circle_text,
-    cross2,
-    dec,
-    dec_points,
-    dist,
-    enc,
-    enc_points,
-    fmt,
-    lattice_step,
-    linear_text,
-    place2d,
-    points_text,
-    position_vectors_text,
-    scale,
-    shoelace,
-    sub,
-    vec_text,
+from tasks.suites.geometry.circles import CHORDS_RATIO
+from tasks.suites.geometry.exact import (
+    ORIGIN, Config, Point, add, cross2, dec, dec_points, dec_vector, dist, enc, enc_points, enc_vector,
+    line_intersection, midpoint, norm, polygon_area, scale, sub,
 )
-from tasks.suites.geometry.length import circumradius, inradius, sides_text, triangle_config
-
-Z = sympy.Integer(0)
-I = sympy.Integer
-ORIGIN = (Z, Z)
-SMALL_STEPS = ((1, 0), (0, 1), (3, 4), (4, 3))
+from tasks.suites.geometry.placement import SMALL_STEPS, lattice_point, lattice_step, plane_config
+from tasks.suites.geometry.template import Template
+from tasks.suites.geometry.text import fmt, in_plane, linear_text, points_text, vec_text
+from tasks.suites.geometry.triangles import circumradius, inradius, triangle_template, vertices_text
 
 
-def _length(v) -> sympy.Expr:
-    return dist(v, tuple(Z for _ in v))
-
-
-def _small_step(rng: random.Random):
-    """A lattice step of integer length 1 or 5, random signs."""
-    p, q = rng.choice(SMALL_STEPS)
-    return (I(p * rng.choice((1, -1))), I(q * rng.choice((1, -1))))
-
-
-def _off_line_point(rng: random.Random, start, direction):
+def _off_line_point(rng: random.Random, start: Point, direction: Point) -> Point:
     """A random lattice point not on the line through ``start`` along ``direction``."""
     while True:
-        a = (I(rng.randint(-6, 6)), I(rng.randint(-6, 6)))
+        a = lattice_point(rng)
         if cross2(sub(a, start), direction) != 0:
             return a
-
-
-def _intersection(p1, p2, q1, q2):
-    """The intersection of the lines p1p2 and q1q2 (exact)."""
-    t, s = sympy.symbols("t s")
-    equations = [p1[i] + t * (p2[i] - p1[i]) - q1[i] - s * (q2[i] - q1[i]) for i in range(2)]
-    sol = sympy.solve(equations, [t, s], dict=True)[0]
-    return tuple(sympy.nsimplify(p1[i] + sol[t] * (p2[i] - p1[i])) for i in range(2))
 
 
 def _ratio(c: Config, a: str, p: str, b: str) -> sympy.Expr:
@@ -69,13 +33,10 @@ def _ratio(c: Config, a: str, p: str, b: str) -> sympy.Expr:
     return dist(pts[a], pts[p]) / dist(pts[p], pts[b])
 
 
-def _area(c: Config, names: str) -> sympy.Expr:
+def _segment(c: Config, a: str, b: str) -> str:
+    """The length of the configuration's segment ``ab``, printed."""
     p = dec_points(c)
-    return shoelace([p[n] for n in names])
-
-
-def _in_plane(c: Config, names: str) -> str:
-    return f"In the plane, {position_vectors_text(dec_points(c), names)}."
+    return fmt(dist(p[a], p[b]))
 
 
 # --- point dividing a segment ----------------------------------------------------------------
@@ -83,134 +44,146 @@ def _in_plane(c: Config, names: str) -> str:
 
 def _section_draw(rng: random.Random) -> Config:
     m, n = rng.sample(range(1, 7), 2)
-    w = _small_step(rng)
-    a = (I(rng.randint(-6, 6)), I(rng.randint(-6, 6)))
-    return {"points": enc_points(place2d(rng, {"A": a, "B": add(a, scale(m + n, w)), "P": add(a, scale(m, w))}))}
+    w = lattice_step(rng, SMALL_STEPS)
+    a = lattice_point(rng)
+    return plane_config(rng, {"A": a, "B": add(a, scale(m + n, w)), "P": add(a, scale(m, w))})
 
 
 SECTION_RATIO = Template(
     "section_ratio", "ratio", 3,
     draw=_section_draw,
     gold=lambda c: _ratio(c, "A", "P", "B"),
-    euclid=lambda c: (
-        f"The point P lies on the segment AB, with AB = {fmt(dist(dec_points(c)['A'], dec_points(c)['B']))} and "
-        f"AP = {fmt(dist(dec_points(c)['A'], dec_points(c)['P']))}. Find AP/PB."
-    ),
+    euclid=lambda c: f"The point P lies on the segment AB, with AB = {_segment(c, 'A', 'B')} and "
+                     f"AP = {_segment(c, 'A', 'P')}. Find AP/PB.",
     coord=lambda c: (
         f"The point {points_text(dec_points(c), 'P')} lies on the segment joining {points_text(dec_points(c), 'AB')}. "
         "Find AP/PB."
     ),
-    vector=lambda c: f"{_in_plane(c, 'ABP')} P lies on the segment AB. Find AP/PB.",
+    vector=lambda c: f"{in_plane(c, 'ABP')} P lies on the segment AB. Find AP/PB.",
 )
 
-# --- parallel to a side cuts off a similar triangle ------------------------------------------
+# --- triangle ADE with D on AB and E on AC ---------------------------------------------------
+
+
+def _ade_template(name: str, draw, given: Callable[[Config], str], other: Callable[[Config], str]) -> Template:
+    """Triangle ABC with D on AB and E on AC: the ratio of the area of ADE to the area of the
+    figure ``other`` names (ABC or DBCE); ``given`` is the euclid statement."""
+    def question(c: Config) -> str:
+        figure = f"triangle {other(c)}" if len(other(c)) == 3 else f"quadrilateral {other(c)}"
+        return f"Find the ratio of the area of triangle ADE to the area of {figure}."
+
+    return Template(
+        name, "ratio", 5,
+        figures=("ABC", "ADE"),
+        draw=draw,
+        gold=lambda c: polygon_area(c, "ADE") / polygon_area(c, other(c)),
+        euclid=lambda c: f"{given(c)} {question(c)}",
+        coord=lambda c: f"{vertices_text(c)}; the points {points_text(dec_points(c), 'DE')} lie on AB and AC. "
+                        f"{question(c)}",
+        vector=lambda c: f"{in_plane(c, 'ABCDE')} D lies on AB and E on AC. {question(c)}",
+    )
 
 
 def _parallel_draw(rng: random.Random) -> Config:
-    u = _small_step(rng)
+    u = lattice_step(rng, SMALL_STEPS)
     v = _off_line_point(rng, ORIGIN, u)
     q = rng.randint(2, 5)
     p = rng.randint(1, q - 1)
     base = {"A": ORIGIN, "B": scale(q, u), "C": scale(q, v), "D": scale(p, u), "E": scale(p, v)}
-    return {"points": enc_points(place2d(rng, base)), "other": rng.choice(["ABC", "DBCE"])}
+    return {**plane_config(rng, base), "other": rng.choice(["ABC", "DBCE"])}
 
 
-def _other_name(c: Config) -> str:
-    return "triangle ABC" if c["other"] == "ABC" else "quadrilateral DBCE"
-
-
-def _parallel_euclid(c: Config) -> str:
-    p = dec_points(c)
-    return (f"In triangle ABC, the points D on AB and E on AC satisfy DE ∥ BC, with AD = {fmt(dist(p['A'], p['D']))} "
-            f"and DB = {fmt(dist(p['D'], p['B']))}. Find the ratio of the area of triangle ADE to the area of "
-            f"{_other_name(c)}.")
-
-
-def _parallel_question(c: Config) -> str:
-    return f"Find the ratio of the area of triangle ADE to the area of {_other_name(c)}."
-
-
-PARALLEL_AREA_RATIO = Template(
-    "parallel_area_ratio", "ratio", 5,
-    figures=("ABC", "ADE"),
-    draw=_parallel_draw,
-    gold=lambda c: _area(c, "ADE") / _area(c, c["other"]),
-    euclid=_parallel_euclid,
-    coord=lambda c: (
-        f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}; the points {points_text(dec_points(c), 'DE')} "
-        f"lie on AB and AC. {_parallel_question(c)}"
-    ),
-    vector=lambda c: f"{_in_plane(c, 'ABCDE')} D lies on AB and E on AC. {_parallel_question(c)}",
+# DE parallel to BC cuts off a similar triangle
+PARALLEL_AREA_RATIO = _ade_template(
+    "parallel_area_ratio", _parallel_draw,
+    lambda c: f"In triangle ABC, the points D on AB and E on AC satisfy DE ∥ BC, with AD = {_segment(c, 'A', 'D')} "
+              f"and DB = {_segment(c, 'D', 'B')}.",
+    lambda c: c["other"],
 )
 
-# --- a cevian splits the area ----------------------------------------------------------------
+
+def _shared_draw(rng: random.Random) -> Config:
+    while True:
+        u, v = lattice_step(rng, SMALL_STEPS), lattice_step(rng, SMALL_STEPS)
+        if cross2(u, v) != 0:
+            break
+    k1, k2 = rng.randint(2, 5), rng.randint(2, 5)
+    p1, p2 = rng.randint(1, k1 - 1), rng.randint(1, k2 - 1)
+    return plane_config(rng, {"A": ORIGIN, "B": scale(k1, u), "C": scale(k2, v), "D": scale(p1, u), "E": scale(p2, v)})
+
+
+def _shared_given(c: Config) -> str:
+    d = {s: _segment(c, s[0], s[1]) for s in ("AB", "AC", "AD", "AE")}
+    return (f"In triangle ABC, AB = {d['AB']} and AC = {d['AC']}. The point D on AB has AD = {d['AD']}, and the point "
+            f"E on AC has AE = {d['AE']}.")
+
+
+# the triangles ADE and ABC share the angle at A
+SHARED_ANGLE_RATIO = _ade_template("shared_angle_ratio", _shared_draw, _shared_given, lambda c: "ABC")
+
+# --- triangle ABC with D on BC ---------------------------------------------------------------
 
 
 def _cevian_draw(rng: random.Random) -> Config:
     m, n = rng.sample(range(1, 7), 2)
-    w = _small_step(rng)
-    b = (I(rng.randint(-4, 4)), I(rng.randint(-4, 4)))
+    w = lattice_step(rng, SMALL_STEPS)
+    b = lattice_point(rng, 4)
     a = _off_line_point(rng, b, w)
-    base = {"A": a, "B": b, "C": add(b, scale(m + n, w)), "D": add(b, scale(m, w))}
-    return {"points": enc_points(place2d(rng, base))}
+    return plane_config(rng, {"A": a, "B": b, "C": add(b, scale(m + n, w)), "D": add(b, scale(m, w))})
 
 
-_CEVIAN_Q = "Find the ratio of the area of triangle ABD to the area of triangle ADC."
+def _cevian_template(name: str, gold: Callable[[Config], sympy.Expr], question: str) -> Template:
+    """Triangle ABC with the point D on BC, given by BD and DC, followed by ``question``."""
+    return Template(
+        name, "ratio", 4,
+        figures=("ABC", "ABD", "ADC"),
+        draw=_cevian_draw,
+        gold=gold,
+        euclid=lambda c: f"In triangle ABC, the point D on BC has BD = {_segment(c, 'B', 'D')} and "
+                         f"DC = {_segment(c, 'D', 'C')}. {question}",
+        coord=lambda c: f"{vertices_text(c)}, and {points_text(dec_points(c), 'D')} lies on BC. {question}",
+        vector=lambda c: f"{in_plane(c, 'ABCD')} D lies on BC. {question}",
+    )
 
-CEVIAN_AREA_RATIO = Template(
-    "cevian_area_ratio", "ratio", 4,
-    figures=("ABC", "ABD", "ADC"),
-    draw=_cevian_draw,
-    gold=lambda c: _area(c, "ABD") / _area(c, "ADC"),
-    euclid=lambda c: (
-        f"In triangle ABC, the point D on BC has BD = {fmt(dist(dec_points(c)['B'], dec_points(c)['D']))} and "
-        f"DC = {fmt(dist(dec_points(c)['D'], dec_points(c)['C']))}. {_CEVIAN_Q}"
-    ),
-    coord=lambda c: (
-        f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}, and {points_text(dec_points(c), 'D')} "
-        f"lies on BC. {_CEVIAN_Q}"
-    ),
-    vector=lambda c: f"{_in_plane(c, 'ABCD')} D lies on BC. {_CEVIAN_Q}",
+
+# the cevian AD splits the area
+CEVIAN_AREA_RATIO = _cevian_template(
+    "cevian_area_ratio", lambda c: polygon_area(c, "ABD") / polygon_area(c, "ADC"),
+    "Find the ratio of the area of triangle ABD to the area of triangle ADC.",
 )
 
-# --- angle bisector --------------------------------------------------------------------------
 
-
-def _bisector_gold(c: Config) -> sympy.Expr:
-    """BD/DC with D = (AC·B + AB·C) / (AB + AC), the foot of the bisector from A."""
+def _cevians_gold(c: Config) -> sympy.Expr:
     p = dec_points(c)
+    meet = line_intersection(p["A"], p["D"], p["B"], midpoint(p["A"], p["C"]))
+    return dist(p["A"], meet) / dist(meet, p["D"])
+
+
+# the cevians AD and BM meet
+CEVIANS_RATIO = _cevian_template(
+    "cevians_ratio", _cevians_gold, "M is the midpoint of AC, and the segments AD and BM meet at P. Find AP/PD.",
+)
+
+# --- triangles given by their sides ----------------------------------------------------------
+
+
+def _bisector_ratio(p: dict[str, Point]) -> sympy.Expr:
+    """BD/DC with D = (AC·B + AB·C) / (AB + AC), the foot of the bisector from A."""
     ab, ac = dist(p["A"], p["B"]), dist(p["A"], p["C"])
     d = scale(1 / (ab + ac), add(scale(ac, p["B"]), scale(ab, p["C"])))
     return dist(p["B"], d) / dist(d, p["C"])
 
 
 _BISECTOR_Q = "The bisector of ∠BAC meets BC at D. Find BD/DC."
-
-BISECTOR_RATIO = Template(
-    "bisector_ratio", "ratio", 3,
-    figures=("ABC",),
-    draw=triangle_config,
-    gold=_bisector_gold,
-    euclid=lambda c: f"In triangle ABC, {sides_text(c)}. {_BISECTOR_Q}",
-    coord=lambda c: f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}. {_BISECTOR_Q}",
-    vector=lambda c: f"{_in_plane(c, 'ABC')} {_BISECTOR_Q}",
-)
-
-# --- incircle to circumcircle ----------------------------------------------------------------
-
 _CIRCLES_Q = (
     "Find the ratio of the radius of the circle inscribed in the triangle to the radius of the circle "
     "through A, B and C."
 )
-
-CIRCLES_RATIO = Template(
-    "circles_ratio", "ratio", 3,
-    figures=("ABC",),
-    draw=triangle_config,
-    gold=lambda c: inradius(dec_points(c)) / circumradius(dec_points(c)),
-    euclid=lambda c: f"In triangle ABC, {sides_text(c)}. {_CIRCLES_Q}",
-    coord=lambda c: f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}. {_CIRCLES_Q}",
-    vector=lambda c: f"{_in_plane(c, 'ABC')} {_CIRCLES_Q}",
+BISECTOR_RATIO = triangle_template(
+    "bisector_ratio", "ratio", _bisector_ratio, (_BISECTOR_Q,) * 3, lambda c: in_plane(c, "ABC"),
+)
+CIRCLES_RATIO = triangle_template(
+    "circles_ratio", "ratio", lambda p: inradius(p) / circumradius(p), (_CIRCLES_Q,) * 3, lambda c: in_plane(c, "ABC"),
 )
 
 # --- diagonals of a trapezoid ----------------------------------------------------------------
@@ -218,15 +191,14 @@ CIRCLES_RATIO = Template(
 
 def _trapezoid_draw(rng: random.Random) -> Config:
     a, b = rng.sample(range(1, 9), 2)
-    u = _small_step(rng)
+    u = lattice_step(rng, SMALL_STEPS)
     d = _off_line_point(rng, ORIGIN, u)
-    base = {"A": ORIGIN, "B": scale(a, u), "C": add(d, scale(b, u)), "D": d}
-    return {"points": enc_points(place2d(rng, base))}
+    return plane_config(rng, {"A": ORIGIN, "B": scale(a, u), "C": add(d, scale(b, u)), "D": d})
 
 
 def _diagonal_ratio(c: Config) -> sympy.Expr:
     p = dec_points(c)
-    o = _intersection(p["A"], p["C"], p["B"], p["D"])
+    o = line_intersection(p["A"], p["C"], p["B"], p["D"])
     return dist(p["A"], o) / dist(o, p["C"])
 
 
@@ -238,11 +210,11 @@ TRAPEZOID_DIAGONAL_RATIO = Template(
     draw=_trapezoid_draw,
     gold=_diagonal_ratio,
     euclid=lambda c: (
-        f"ABCD is a trapezoid with AB ∥ CD, AB = {fmt(dist(dec_points(c)['A'], dec_points(c)['B']))} and "
-        f"CD = {fmt(dist(dec_points(c)['C'], dec_points(c)['D']))}. {_DIAGONALS_Q}"
+        f"ABCD is a trapezoid with AB ∥ CD, AB = {_segment(c, 'A', 'B')} and CD = {_segment(c, 'C', 'D')}. "
+        f"{_DIAGONALS_Q}"
     ),
     coord=lambda c: f"The trapezoid ABCD has vertices {points_text(dec_points(c), 'ABCD')}. {_DIAGONALS_Q}",
-    vector=lambda c: f"{_in_plane(c, 'ABCD')} ABCD is a trapezoid. {_DIAGONALS_Q}",
+    vector=lambda c: f"{in_plane(c, 'ABCD')} ABCD is a trapezoid. {_DIAGONALS_Q}",
 )
 
 # --- a line divides a segment ----------------------------------------------------------------
@@ -250,18 +222,18 @@ TRAPEZOID_DIAGONAL_RATIO = Template(
 
 def _line_side(c: Config, name: str) -> sympy.Expr:
     """n·X - m for the configuration's line and point ``name``: its sign says the side."""
-    n, p = [dec(x) for x in c["normal"]], dec_points(c)[name]
+    n, p = dec_vector(c["normal"]), dec_points(c)[name]
     return n[0] * p[0] + n[1] * p[1] - dec(c["m"])
 
 
 def _line_draw(rng: random.Random) -> Config:
-    n = lattice_step(rng) if rng.random() < 0.5 else _small_step(rng)
+    n = lattice_step(rng) if rng.random() < 0.5 else lattice_step(rng, SMALL_STEPS)
     while True:  # the line n·x = m must pass strictly between A and B
-        a, b = ((I(rng.randint(-8, 8)), I(rng.randint(-8, 8))) for _ in range(2))
+        a, b = (lattice_point(rng, 8) for _ in range(2))
         fa, fb = n[0] * a[0] + n[1] * a[1], n[0] * b[0] + n[1] * b[1]
         if fa - fb >= 2:
             m = rng.randint(fb + 1, fa - 1)
-            return {"normal": [enc(x) for x in n], "m": enc(m), "points": enc_points({"A": a, "B": b})}
+            return {"normal": enc_vector(n), "m": enc(m), "points": enc_points({"A": a, "B": b})}
 
 
 def _line_ratio(c: Config) -> sympy.Expr:
@@ -272,15 +244,15 @@ def _line_ratio(c: Config) -> sympy.Expr:
 
 
 def _line_euclid(c: Config) -> str:
-    norm = _length(tuple(dec(x) for x in c["normal"]))
-    return (f"The points A and B lie on opposite sides of a line ℓ, at distances {fmt(_line_side(c, 'A') / norm)} and "
-            f"{fmt(-_line_side(c, 'B') / norm)} from it. The segment AB meets ℓ at P. Find AP/PB.")
+    length = norm(dec_vector(c["normal"]))
+    return (f"The points A and B lie on opposite sides of a line ℓ, at distances {fmt(_line_side(c, 'A') / length)} "
+            f"and {fmt(-_line_side(c, 'B') / length)} from it. The segment AB meets ℓ at P. Find AP/PB.")
 
 
 def _line_vector(c: Config) -> str:
     p = dec_points(c)
     return (f"A line consists of the points with position vector x such that x · n = {fmt(dec(c['m']))}, where "
-            f"{vec_text('n', tuple(dec(x) for x in c['normal']))}. The segment joining the points A and B with "
+            f"{vec_text('n', dec_vector(c['normal']))}. The segment joining the points A and B with "
             f"position vectors {vec_text('a', p['A'])} and {vec_text('b', p['B'])} meets the line at P. Find AP/PB.")
 
 
@@ -291,130 +263,9 @@ LINE_SECTION_RATIO = Template(
     euclid=_line_euclid,
     coord=lambda c: (
         f"The segment joining {points_text(dec_points(c), 'AB')} meets the line "
-        f"{linear_text([dec(x) for x in c['normal']], 'xy', dec(c['m']))} at P. Find AP/PB."
+        f"{linear_text(dec_vector(c['normal']), 'xy', dec(c['m']))} at P. Find AP/PB."
     ),
     vector=_line_vector,
-)
-
-# --- intersecting chords ---------------------------------------------------------------------
-
-
-def _square_legs(r: int) -> list[int]:
-    """t ≥ 0 with r² − t² a perfect square (lattice chords through (t, ·) exist)."""
-    return [t for t in range(r) if math.isqrt(r * r - t * t) ** 2 == r * r - t * t]
-
-
-def _chords_draw(rng: random.Random) -> Config:
-    r = rng.choice((5, 10, 13, 15, 17, 25))
-    legs = [s * t for t in _square_legs(r) for s in ((1, -1) if t else (1,))]
-    while True:  # y0 = 0 would make P the midpoint of CD and every answer 1
-        x0, y0 = rng.choice(legs), rng.choice(legs)
-        if y0 != 0 and x0 * x0 + y0 * y0 < r * r:
-            break
-    half_ab, half_cd = math.isqrt(r * r - y0 * y0), math.isqrt(r * r - x0 * x0)
-    base = {"O": ORIGIN, "A": (I(-half_ab), I(y0)), "B": (I(half_ab), I(y0)),
-            "C": (I(x0), I(half_cd)), "D": (I(x0), I(-half_cd))}
-    return {"points": enc_points(place2d(rng, base)), "r": r}
-
-
-def _chords_meet(c: Config):
-    p = dec_points(c)
-    return _intersection(p["A"], p["B"], p["C"], p["D"])
-
-
-def _chords_euclid(c: Config) -> str:
-    p, m = dec_points(c), _chords_meet(c)
-    return (f"Chords AB and CD of a circle meet at P, with AP = {fmt(dist(p['A'], m))}, PB = {fmt(dist(m, p['B']))} "
-            f"and CP = {fmt(dist(p['C'], m))}. Find CP/PD.")
-
-
-def _chords_vector(c: Config) -> str:
-    p = dec_points(c)
-    rel = {n: sub(p[n], p["O"]) for n in "ABCD"}
-    return (f"Relative to the centre of a circle, the points A, B, C and D on the circle have position vectors "
-            f"{', '.join(vec_text(n.lower(), rel[n]) for n in 'ABC')} and {vec_text('d', rel['D'])}. "
-            "The chords AB and CD meet at P. Find CP/PD.")
-
-
-def _chords_gold(c: Config) -> sympy.Expr:
-    p, m = dec_points(c), _chords_meet(c)
-    return dist(p["C"], m) / dist(m, p["D"])
-
-
-CHORDS_RATIO = Template(
-    "chords_ratio", "ratio", 5,
-    draw=_chords_draw,
-    gold=_chords_gold,
-    euclid=_chords_euclid,
-    coord=lambda c: (
-        f"The points {points_text(dec_points(c), 'ABCD')} lie on the circle "
-        f"{circle_text(dec_points(c)['O'], c['r'] ** 2, 'xy')}. The chords AB and CD meet at P. Find CP/PD."
-    ),
-    vector=_chords_vector,
-)
-
-# --- two cevians meet ------------------------------------------------------------------------
-
-
-def _cevians_gold(c: Config) -> sympy.Expr:
-    p = dec_points(c)
-    m = scale(sympy.Rational(1, 2), add(p["A"], p["C"]))
-    meet = _intersection(p["A"], p["D"], p["B"], m)
-    return dist(p["A"], meet) / dist(meet, p["D"])
-
-
-_CEVIANS_Q = "M is the midpoint of AC, and the segments AD and BM meet at P. Find AP/PD."
-
-CEVIANS_RATIO = Template(
-    "cevians_ratio", "ratio", 4,
-    figures=("ABC", "ABD", "ADC"),
-    draw=_cevian_draw,
-    gold=_cevians_gold,
-    euclid=lambda c: (
-        f"In triangle ABC, the point D on BC has BD = {fmt(dist(dec_points(c)['B'], dec_points(c)['D']))} and "
-        f"DC = {fmt(dist(dec_points(c)['D'], dec_points(c)['C']))}. {_CEVIANS_Q}"
-    ),
-    coord=lambda c: (
-        f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}, and {points_text(dec_points(c), 'D')} "
-        f"lies on BC. {_CEVIANS_Q}"
-    ),
-    vector=lambda c: f"{_in_plane(c, 'ABCD')} D lies on BC. {_CEVIANS_Q}",
-)
-
-# --- triangles sharing an angle --------------------------------------------------------------
-
-
-def _shared_draw(rng: random.Random) -> Config:
-    while True:
-        u, v = _small_step(rng), _small_step(rng)
-        if cross2(u, v) != 0:
-            break
-    k1, k2 = rng.randint(2, 5), rng.randint(2, 5)
-    p1, p2 = rng.randint(1, k1 - 1), rng.randint(1, k2 - 1)
-    base = {"A": ORIGIN, "B": scale(k1, u), "C": scale(k2, v), "D": scale(p1, u), "E": scale(p2, v)}
-    return {"points": enc_points(place2d(rng, base))}
-
-
-def _shared_euclid(c: Config) -> str:
-    p = dec_points(c)
-    d = {s: fmt(dist(p[s[0]], p[s[1]])) for s in ("AB", "AC", "AD", "AE")}
-    return (f"In triangle ABC, AB = {d['AB']} and AC = {d['AC']}. The point D on AB has AD = {d['AD']}, and the point "
-            f"E on AC has AE = {d['AE']}. Find the ratio of the area of triangle ADE to the area of triangle ABC.")
-
-
-_SHARED_Q = "Find the ratio of the area of triangle ADE to the area of triangle ABC."
-
-SHARED_ANGLE_RATIO = Template(
-    "shared_angle_ratio", "ratio", 5,
-    figures=("ABC", "ADE"),
-    draw=_shared_draw,
-    gold=lambda c: _area(c, "ADE") / _area(c, "ABC"),
-    euclid=_shared_euclid,
-    coord=lambda c: (
-        f"Triangle ABC has vertices {points_text(dec_points(c), 'ABC')}; the points {points_text(dec_points(c), 'DE')} "
-        f"lie on AB and AC. {_SHARED_Q}"
-    ),
-    vector=lambda c: f"{_in_plane(c, 'ABCDE')} D lies on AB and E on AC. {_SHARED_Q}",
 )
 
 TEMPLATES = (

@@ -39,16 +39,8 @@ from tasks.suites.lissard import (
     repeat_copy_logic,
     vowel_grouping,
 )
+from tasks.suites.lissard.common import task_spec
 
-TASKS: dict[str, TaskSpec] = {
-    module.SPEC.name: module.SPEC
-    for module in (
-        object_counting,
-        logic_grid,
-        dyck,
-        list_intersection,
-        last_letter_concat,
-        repeat_copy_logic,
-        vowel_grouping,
-    )
-}
+_MODULES = (object_counting, logic_grid, dyck, list_intersection, last_letter_concat, repeat_copy_logic, vowel_grouping)
+
+TASKS: dict[str, TaskSpec] = {spec.name: spec for spec in map(task_spec, _MODULES)}

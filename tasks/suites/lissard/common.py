@@ -1,9 +1,9 @@
 """What the seven lissard generators share: vocabularies, key-entity draws, few-shot assembly.
 
 Each task module supplies one pure function ``make_problem(rng, key, params) -> Problem`` that
-builds a single problem with ``key`` key entities; :func:`task_spec` turns it into a
-:class:`TaskSpec` whose generator handles bins, explicit lengths, deduplication and the
-in-context examples the same way for every task.
+builds a single problem with ``key`` key entities, and declares its instruction, bins and shots;
+:func:`task_spec` turns the module into a :class:`TaskSpec` whose generator handles bins,
+explicit lengths, deduplication and the in-context examples the same way for every task.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Sequence
 
 from tasks.records import Item
@@ -75,25 +76,22 @@ def key_values(b: Bin, min_key: int) -> list[int]:
     return list(range(max(b.lo, min_key), top + 1))
 
 
-def task_spec(
-    *,
-    name: str,
-    description: str,
-    make_problem: ProblemFn,
-    instruction: str,
-    bins: list[list[int]],
-    shots: int,
-    min_key: int = 1,
-    extra: dict[str, Any] | None = None,
-) -> TaskSpec:
-    """A lissard :class:`TaskSpec` with the shared parameters.
+def task_spec(task: ModuleType) -> TaskSpec:
+    """The :class:`TaskSpec` of a lissard task module, named after the module.
 
-    Parameters every task accepts: ``bins`` (``[[lo, hi], ...]``, half-open, last closed),
-    ``items_per_bin``, ``lengths`` (explicit key-entity values, each labelled with
+    A task module declares ``DESCRIPTION``, ``DEFAULTS`` (its default ``bins`` and ``shots``, the
+    in-context examples per item, and the defaults of its own parameters), ``INSTRUCTION`` (the
+    system message), ``make_problem`` and, when it cannot build a problem with one key entity,
+    ``MIN_KEY``. Parameters every task accepts: ``bins`` (``[[lo, hi], ...]``, half-open, last
+    closed), ``items_per_bin``, ``lengths`` (explicit key-entity values, each labelled with
     :func:`find_bin` against ``bins``, which replace the per-bin draws when non-empty), ``shots``
-    (in-context examples per item) and ``shot_range`` (``[lo, hi]`` closed, where examples are
-    drawn from; by default the values of the first default bin, as in the paper).
+    and ``shot_range`` (``[lo, hi]`` closed, where examples are drawn from; by default the values
+    of the first default bin, as in the paper).
     """
+    make_problem, instruction, min_key = task.make_problem, task.INSTRUCTION, getattr(task, "MIN_KEY", 1)
+    own = dict(task.DEFAULTS)
+    bins = own.pop("bins")
+
     def generate(params: dict[str, Any], seed: int) -> list[Item]:
         return generate_items(spec, params, seed, make_problem, instruction, min_key)
 
@@ -102,17 +100,17 @@ def task_spec(
         "bins": bins,
         "items_per_bin": 75,
         "lengths": [],
-        "shots": shots,
+        "shots": own.pop("shots"),
         "shot_range": [first[0], first[-1]],
-        **(extra or {}),
+        **own,
     }
     spec = TaskSpec(
         suite=SUITE,
-        name=name,
+        name=task.__name__.rpartition(".")[2],
         version="1",
         defaults=defaults,
         generate=generate,
-        description=description,
+        description=task.DESCRIPTION,
         smoke={"bins": [list(b) for b in bins[:2]], "items_per_bin": 2},
     )
     return spec

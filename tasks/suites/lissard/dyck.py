@@ -10,7 +10,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tasks.suites.lissard.common import OUTPUT_RULE, Problem, task_spec
+from tasks.suites.lissard.common import OUTPUT_RULE, Problem
+
+DESCRIPTION = "Close a Dyck-4 prefix; key entity: symbols in the prefix."
+DEFAULTS = {"bins": [[1, 26], [26, 50], [50, 74], [74, 99]], "shots": 4}
 
 CLOSER = {"(": ")", "[": "]", "{": "}", "<": ">"}
 OPENERS = tuple(CLOSER)
@@ -47,12 +50,3 @@ def make_problem(rng: random.Random, key: int, params: dict[str, Any]) -> Proble
     symbols, closing = dyck_prefix(rng, key)
     return Problem(question="Input: " + " ".join(symbols), gold=" ".join(closing))
 
-
-SPEC = task_spec(
-    name="dyck",
-    description="Close a Dyck-4 prefix; key entity: symbols in the prefix.",
-    make_problem=make_problem,
-    instruction=INSTRUCTION,
-    bins=[[1, 26], [26, 50], [50, 74], [74, 99]],
-    shots=4,
-)

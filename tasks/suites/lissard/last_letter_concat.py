@@ -9,7 +9,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tasks.suites.lissard.common import OUTPUT_RULE, Problem, task_spec, vocabulary
+from tasks.suites.lissard.common import OUTPUT_RULE, Problem, vocabulary
+
+DESCRIPTION = "Last letters of a name sequence; key entity: names."
+DEFAULTS = {"bins": [[1, 8], [8, 15], [15, 22], [22, 30]], "shots": 4}
 
 INSTRUCTION = (
     "You are given a sequence of names. Write the last letter of each name, in order, in lowercase, "
@@ -33,12 +36,3 @@ def make_problem(rng: random.Random, key: int, params: dict[str, Any]) -> Proble
         gold=" ".join(name[-1].lower() for name in names),
     )
 
-
-SPEC = task_spec(
-    name="last_letter_concat",
-    description="Last letters of a name sequence; key entity: names.",
-    make_problem=make_problem,
-    instruction=INSTRUCTION,
-    bins=[[1, 8], [8, 15], [15, 22], [22, 30]],
-    shots=4,
-)

@@ -12,7 +12,10 @@ import random
 from typing import Any
 
 from tasks.suites.base import GeneratorError
-from tasks.suites.lissard.common import OUTPUT_RULE, Problem, task_spec, vocabulary
+from tasks.suites.lissard.common import OUTPUT_RULE, Problem, vocabulary
+
+DESCRIPTION = "Common names of two lists, sorted, or None; key entity: items per list."
+DEFAULTS = {"bins": [[1, 24], [24, 46], [46, 68], [68, 91]], "shots": 4, "none_share": 0.1}
 
 EMPTY = "None"
 
@@ -46,13 +49,3 @@ def make_problem(rng: random.Random, key: int, params: dict[str, Any]) -> Proble
         params={"overlap": overlap},
     )
 
-
-SPEC = task_spec(
-    name="list_intersection",
-    description="Common names of two lists, sorted, or None; key entity: items per list.",
-    make_problem=make_problem,
-    instruction=INSTRUCTION,
-    bins=[[1, 24], [24, 46], [46, 68], [68, 91]],
-    shots=4,
-    extra={"none_share": 0.1},
-)

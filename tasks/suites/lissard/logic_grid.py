@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from tasks.suites.base import GeneratorError
-from tasks.suites.lissard.common import OUTPUT_RULE, Problem, join_and, task_spec, vocabulary
+from tasks.suites.lissard.common import OUTPUT_RULE, Problem, join_and, vocabulary
+
+DESCRIPTION = "House logic puzzle with a unique solution; key entity: houses."
+DEFAULTS = {"bins": [[2, 2], [3, 3], [4, 4], [5, 5]], "shots": 1, "attributes": 4}
+MIN_KEY = 2
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
@@ -209,14 +213,3 @@ def make_problem(rng: random.Random, key: int, params: dict[str, Any]) -> Proble
         params={"attributes": categories, "clues": len(clues)},
     )
 
-
-SPEC = task_spec(
-    name="logic_grid",
-    description="House logic puzzle with a unique solution; key entity: houses.",
-    make_problem=make_problem,
-    instruction=INSTRUCTION,
-    bins=[[2, 2], [3, 3], [4, 4], [5, 5]],
-    shots=1,
-    min_key=2,
-    extra={"attributes": 4},
-)

@@ -18,7 +18,10 @@ import random
 from typing import Any
 
 from tasks.suites.base import GeneratorError
-from tasks.suites.lissard.common import OUTPUT_RULE, Problem, join_and, task_spec, vocabulary
+from tasks.suites.lissard.common import OUTPUT_RULE, Problem, join_and, vocabulary
+
+DESCRIPTION = "Count objects listed with word quantities; key entity: objects in the list."
+DEFAULTS = {"bins": [[1, 7], [7, 12], [12, 17], [17, 23]], "shots": 4, "form": "lissard", "max_quantity": 3}
 
 FORMS = ("lissard", "bigbench")
 
@@ -103,13 +106,3 @@ def make_problem(rng: random.Random, key: int, params: dict[str, Any]) -> Proble
         params={"form": form, "category": category, "entries": len(phrases)},
     )
 
-
-SPEC = task_spec(
-    name="object_counting",
-    description="Count objects listed with word quantities; key entity: objects in the list.",
-    make_problem=make_problem,
-    instruction=INSTRUCTION,
-    bins=[[1, 7], [7, 12], [12, 17], [17, 23]],
-    shots=4,
-    extra={"form": "lissard", "max_quantity": 3},
-)

@@ -14,7 +14,10 @@ import random
 from typing import Any, Callable
 
 from tasks.suites.base import GeneratorError
-from tasks.suites.lissard.common import OUTPUT_RULE, Problem, task_spec, vocabulary
+from tasks.suites.lissard.common import OUTPUT_RULE, Problem, vocabulary
+
+DESCRIPTION = "Write the text a repetition instruction asks for; key entity: repetitions."
+DEFAULTS = {"bins": [[1, 9], [9, 17], [17, 25], [25, 33]], "shots": 1}
 
 INSTRUCTION = (
     "Follow the instruction exactly. Write only the words it asks you to say, in order, separated "
@@ -86,12 +89,3 @@ def make_problem(rng: random.Random, key: int, params: dict[str, Any]) -> Proble
         params={"template": template["id"], "slots": slots},
     )
 
-
-SPEC = task_spec(
-    name="repeat_copy_logic",
-    description="Write the text a repetition instruction asks for; key entity: repetitions.",
-    make_problem=make_problem,
-    instruction=INSTRUCTION,
-    bins=[[1, 9], [9, 17], [17, 25], [25, 33]],
-    shots=1,
-)

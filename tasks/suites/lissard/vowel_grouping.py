@@ -9,7 +9,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tasks.suites.lissard.common import OUTPUT_RULE, Problem, task_spec
+from tasks.suites.lissard.common import OUTPUT_RULE, Problem
+
+DESCRIPTION = "Overlapping vowel pairs; key entity: letters in the sequence."
+DEFAULTS = {"bins": [[1, 23], [23, 45], [45, 67], [67, 89]], "shots": 4}
+MIN_KEY = 2
 
 VOWELS = "AEIOU"
 
@@ -26,13 +30,3 @@ def make_problem(rng: random.Random, key: int, params: dict[str, Any]) -> Proble
     pairs = [a + b for a, b in zip(letters, letters[1:])]
     return Problem(question="Input: " + " ".join(letters), gold=",".join(pairs))
 
-
-SPEC = task_spec(
-    name="vowel_grouping",
-    description="Overlapping vowel pairs; key entity: letters in the sequence.",
-    make_problem=make_problem,
-    instruction=INSTRUCTION,
-    bins=[[1, 23], [23, 45], [45, 67], [67, 89]],
-    shots=4,
-    min_key=2,
-)

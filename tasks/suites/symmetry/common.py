@@ -1,11 +1,13 @@
-"""What the symmetry tasks share: prompt styles, parameter checks, number words."""
+"""What the symmetry tasks share: prompt styles and the items asked in them, parameter checks,
+number words."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+from tasks.records import Item, Step
 from tasks.suites import ANSWER_TYPES
-from tasks.suites.base import GeneratorError
+from tasks.suites.base import Bin, GeneratorError, TaskSpec, make_item
 
 SUITE = "symmetry"
 ANSWER_TYPE = ANSWER_TYPES[SUITE]
@@ -25,6 +27,46 @@ _NUMBER_WORDS = (
 def styled(question: str, prompt_style: str) -> str:
     """The user message: the question followed by the prompt style's answer instruction."""
     return f"{question}\n{PROMPT_STYLES[prompt_style]}"
+
+
+def styled_items(
+    spec: TaskSpec,
+    question: str,
+    styles: Sequence[str],
+    *,
+    family: str,
+    variant: str,
+    key_entities: int,
+    bin: Bin,
+    gold: Any,
+    seed: int,
+    params: dict[str, Any],
+    category: str = "",
+    chain: Sequence[tuple[str, str]] = (),
+) -> list[Item]:
+    """One item per prompt style, the same question :func:`styled` in each, with an integer gold.
+
+    ``chain`` (step name, question) pairs make the item a chain whose steps are styled the same
+    way; ``question`` is then the unsplit question, for readers of the item table.
+    """
+    return [
+        make_item(
+            spec,
+            family=family,
+            variant=variant,
+            prompt_style=style,
+            key_entities=key_entities,
+            bin=bin,
+            user=styled(question, style),
+            gold=gold,
+            answer_type=ANSWER_TYPE,
+            seed=seed,
+            params=params,
+            steps=[Step(step, styled(q, style), answer_type=ANSWER_TYPE) for step, q in chain],
+            category=category,
+        )
+        for style in styles
+    ]
 
 
 def number_word(value: int) -> str:

@@ -11,9 +11,9 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from tasks.records import Item, Step
-from tasks.suites.base import GeneratorError, TaskSpec, bins_from_edges, family_id, find_bin, make_item, rng_for
-from tasks.suites.symmetry.common import ANSWER_TYPE, PROMPT_STYLES, SUITE, choices, int_range, positive_ratios, styled
+from tasks.records import Item
+from tasks.suites.base import GeneratorError, TaskSpec, bins_from_edges, family_id, find_bin, rng_for
+from tasks.suites.symmetry.common import PROMPT_STYLES, SUITE, choices, int_range, positive_ratios, styled_items
 from tasks.suites.symmetry.group import Group, group_from_name
 
 VERSION = "1.0"
@@ -73,23 +73,11 @@ def _generate_closure(params: dict[str, Any], seed: int) -> list[Item]:
         for n in int_range(params, "n"):
             terms = [group.one] * n
             question = group.question(group.render(terms))
-            for style in _styles(params):
-                items.append(
-                    make_item(
-                        CLOSURE,
-                        family=closure_family(group, n),
-                        variant="none",
-                        prompt_style=style,
-                        key_entities=n,
-                        bin=find_bin(n, bins),
-                        user=styled(question, style),
-                        gold=group.evaluate(terms),
-                        answer_type=ANSWER_TYPE,
-                        seed=seed,
-                        params={"group": group.name, "length": len(terms)},
-                        category=group.name,
-                    )
-                )
+            items += styled_items(
+                CLOSURE, question, _styles(params), family=closure_family(group, n), variant="none",
+                key_entities=n, bin=find_bin(n, bins), gold=group.evaluate(terms), seed=seed,
+                params={"group": group.name, "length": len(terms)}, category=group.name,
+            )
     return items
 
 
@@ -124,23 +112,11 @@ def _placement_items(spec: TaskSpec, params: dict[str, Any], seed: int, inverse:
                     }
                     if inverse:
                         item_params["balanced"] = fillers == n
-                    for style in _styles(params):
-                        items.append(
-                            make_item(
-                                spec,
-                                family=family,
-                                variant=placement,
-                                prompt_style=style,
-                                key_entities=n,
-                                bin=find_bin(n, bins),
-                                user=styled(question, style),
-                                gold=group.evaluate(terms),
-                                answer_type=ANSWER_TYPE,
-                                seed=seed,
-                                params=item_params,
-                                category=group.name,
-                            )
-                        )
+                    items += styled_items(
+                        spec, question, _styles(params), family=family, variant=placement, key_entities=n,
+                        bin=find_bin(n, bins), gold=group.evaluate(terms), seed=seed, params=item_params,
+                        category=group.name,
+                    )
     return items
 
 
@@ -183,39 +159,22 @@ def _generate_associativity(params: dict[str, Any], seed: int) -> list[Item]:
             baseline = {"task": "closure", "variant": "none", "family_id": closure_family(group, n)}
             for name, fraction in splits:
                 first, second = segment_lengths(n, fraction)
-                questions = [
-                    group.question(group.render([group.one] * first)),
-                    group.question(group.render([group.one] * second)),
-                    group.question("{segment_1.value}+{segment_2.value}"),
+                chain = [
+                    ("segment_1", group.question(group.render([group.one] * first))),
+                    ("segment_2", group.question(group.render([group.one] * second))),
+                    ("combine", group.question("{segment_1.value}+{segment_2.value}")),
                 ]
-                for style in _styles(params):
-                    steps = [
-                        Step(step, styled(q, style), answer_type=ANSWER_TYPE)
-                        for step, q in zip(("segment_1", "segment_2", "combine"), questions)
-                    ]
-                    items.append(
-                        make_item(
-                            ASSOCIATIVITY,
-                            family=family,
-                            variant=name,
-                            prompt_style=style,
-                            key_entities=n,
-                            bin=find_bin(n, bins),
-                            # The unsplit question, for readers of the item table; the solver runs the steps.
-                            user=styled(group.question(group.render([group.one] * n)), style),
-                            gold=group.evaluate([group.one] * n),
-                            answer_type=ANSWER_TYPE,
-                            seed=seed,
-                            params={
-                                "group": group.name,
-                                "split": str(fraction),
-                                "segment_lengths": [first, second],
-                                "baseline": baseline,
-                            },
-                            steps=steps,
-                            category=group.name,
-                        )
-                    )
+                items += styled_items(
+                    ASSOCIATIVITY, group.question(group.render([group.one] * n)), _styles(params), family=family,
+                    variant=name, key_entities=n, bin=find_bin(n, bins), gold=group.evaluate([group.one] * n),
+                    seed=seed, params={
+                        "group": group.name,
+                        "split": str(fraction),
+                        "segment_lengths": [first, second],
+                        "baseline": baseline,
+                    },
+                    category=group.name, chain=chain,
+                )
     return items
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tasks.records import Item
-from tasks.suites.base import GeneratorError, TaskSpec, bins_from_edges, family_id, find_bin, make_item, rng_for
-from tasks.suites.symmetry.common import ANSWER_TYPE, PROMPT_STYLES, SUITE, choices, int_range, number_word, styled
+from tasks.suites.base import GeneratorError, TaskSpec, bins_from_edges, family_id, find_bin, rng_for
+from tasks.suites.symmetry.common import PROMPT_STYLES, SUITE, choices, int_range, number_word, styled_items
 
 VERSION = "1.0"
 VARIANTS = ("original", "permuted", "irrelevant")
@@ -182,22 +182,10 @@ def _generate_word_problems(params: dict[str, Any], seed: int) -> list[Item]:
                 "increments": [count for _, count in story.additions],
             }
             for variant, middle, extra in _shown(story, variants, params, (seed, n, index)):
-                for style in styles:
-                    items.append(
-                        make_item(
-                            WORD_PROBLEMS,
-                            family=family,
-                            variant=variant,
-                            prompt_style=style,
-                            key_entities=n,
-                            bin=find_bin(n, bins),
-                            user=styled(story.text(middle), style),
-                            gold=story.gold,
-                            answer_type=ANSWER_TYPE,
-                            seed=seed,
-                            params={**base, **extra},
-                        )
-                    )
+                items += styled_items(
+                    WORD_PROBLEMS, story.text(middle), styles, family=family, variant=variant, key_entities=n,
+                    bin=find_bin(n, bins), gold=story.gold, seed=seed, params={**base, **extra},
+                )
     return items
 
 

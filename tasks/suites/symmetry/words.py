@@ -11,8 +11,8 @@ import re
 from typing import Any
 
 from tasks.records import Item
-from tasks.suites.base import GeneratorError, TaskSpec, bins_from_edges, family_id, find_bin, make_item
-from tasks.suites.symmetry.common import ANSWER_TYPE, PROMPT_STYLES, SUITE, choices, styled
+from tasks.suites.base import GeneratorError, TaskSpec, bins_from_edges, family_id, find_bin
+from tasks.suites.symmetry.common import PROMPT_STYLES, SUITE, choices, styled_items
 
 VERSION = "1.0"
 _WORD = re.compile(r"[a-z]+")
@@ -60,22 +60,10 @@ def _generate_counting_words(params: dict[str, Any], seed: int) -> list[Item]:
         family = family_id(SUITE, "counting_words", count=count)
         for word in _words(params):
             question = f"{' '.join([word] * count)}\nHow many {plural(word)} are there?"
-            for style in styles:
-                items.append(
-                    make_item(
-                        COUNTING_WORDS,
-                        family=family,
-                        variant=word,
-                        prompt_style=style,
-                        key_entities=count,
-                        bin=find_bin(count, bins),
-                        user=styled(question, style),
-                        gold=count,
-                        answer_type=ANSWER_TYPE,
-                        seed=seed,
-                        params={"word": word, "plural": plural(word)},
-                    )
-                )
+            items += styled_items(
+                COUNTING_WORDS, question, styles, family=family, variant=word, key_entities=count,
+                bin=find_bin(count, bins), gold=count, seed=seed, params={"word": word, "plural": plural(word)},
+            )
     return items
 
 
