@@ -1,10 +1,10 @@
 #!/bin/sh
-# A process worker on the `invarbench` pool: runs nightly sweeps, their batches and rescores in
+# A process worker on the `invarbench` pool: runs nightly sweeps, their units and rescores in
 # subprocesses of this checkout. Start one per machine (or several); they share the work.
 #   PREFECT_API_URL  the server (default http://127.0.0.1:4200/api; `make worker SERVER=…` sets it)
 #   AWS_*            credentials of an s3:// lake, passed on to every flow run
 #   WORKER_LIMIT     flow runs at once on this worker (default 4; at least 2, since a dispatched
-#                    sweep waits for its batches while holding one)
+#                    sweep waits for its units while holding one)
 set -eu
 cd "$(dirname "$0")/.."
 export PREFECT_API_URL="${PREFECT_API_URL:-http://127.0.0.1:4200/api}"

@@ -45,9 +45,7 @@ def import_responses(file: str, model: str, config_path: str | None = None,
 
 def _store_run(lake: Lake, plan: ImportPlan, config: str) -> dict[str, Any]:
     """Store one plan as a run of kind ``import``; its summary with the flow run id."""
-    run = lifecycle.Run(lake, lifecycle.new_run_id(), "import", config=config,
-                        models=canonical_json([plan.model]), flow_run_id=lifecycle.flow_run_id())
-    with run.start(n_items=len(plan.items)):
+    with lifecycle.begin(lake, "import", config=config, models=[plan.model], n_items=len(plan.items)) as run:
         summary = store_import(plan, lake, run.run_id)
         errors = sum(1 for r in plan.recorded.values() if r["status"] == "error")
         run.finish(summary["message"], n_requests=summary["requests"], n_sent=0, n_cached=summary["cached"],
@@ -89,12 +87,9 @@ def import_families(file: str, prompt_styles: Sequence[str], config_path: str | 
     cfg = load_config(config_path, overrides)
     dataset, rows = plan_families(file, prompt_styles)
     families = len({r["family_id"] for r in rows})
+    config = canonical_json({"source": file, "prompt_styles": list(prompt_styles), "dataset_id": dataset})
     lake = Lake(cfg.lake_path)
-    run = lifecycle.Run(lake, lifecycle.new_run_id(), "import-families",
-                        config=canonical_json({"source": file, "prompt_styles": list(prompt_styles),
-                                               "dataset_id": dataset}),
-                        models=canonical_json([]), flow_run_id=lifecycle.flow_run_id())
-    with run.start(n_items=len(rows)):
+    with lifecycle.begin(lake, "import-families", config=config, models=[], n_items=len(rows)) as run:
         written = write_new_items(lake, rows)
         write_memberships(lake, dataset, [r["item_id"] for r in rows])
         message = (f"imported {families} families ({len(rows)} items) as dataset {dataset}: "

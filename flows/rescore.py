@@ -67,9 +67,8 @@ def rescore(config_path: str | None = None, runs: Sequence[str] = (), models: Se
         "run_ids": list(selection.run_ids), "models": list(selection.models), "suites": list(selection.suites),
         "since": selection.since.isoformat() if selection.since else None,
     }
-    run = lifecycle.Run(lake, lifecycle.new_run_id(), "rescore", config=canonical_json({"selection": described}),
-                        models=canonical_json(list(selection.models)), flow_run_id=lifecycle.flow_run_id())
-    with run.start():
+    with lifecycle.begin(lake, "rescore", config=canonical_json({"selection": described}),
+                         models=selection.models) as run:
         parsed = reparse_selection(lake, selection)
         scored = rescore_selection(lake, selection, run.run_id)
         changed = changes(lake, run.run_id)

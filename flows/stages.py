@@ -1,13 +1,13 @@
 """The sweep's Prefect tasks, shared by :mod:`flows.sweep` (a sweep in one process) and
-:mod:`flows.batch` (its (model, batch) units as flow runs on workers).
+:mod:`flows.unit` (its (model, chunk) units as flow runs on workers).
 
-Each task is named for what it does (``validate_batch``, ``call_model``, ...); the plain functions
+Each task is named for what it does (``validate_chunk``, ``call_model``, ...); the plain functions
 behind them (:mod:`tasks`) carry no suffix. :func:`stream_sweep` is a sweep's calls in one process:
 one ``call-<model>`` task run per model, all at once (:mod:`tasks.models.stream`), while a
-:class:`Finisher` thread parses and scores each batch a model has finished. :func:`run_unit` is
-one model on one batch (a dispatched unit): call, then parse and score what it answered.
+:class:`Finisher` thread parses and scores each chunk a model has finished. :func:`run_unit` is
+one model on one chunk (a dispatched unit): call, then parse and score what it answered.
 
-Callers pass a batch's rows (and a selection's item ids) wrapped in Prefect's ``quote``: Prefect
+Callers pass a chunk's rows (and a selection's item ids) wrapped in Prefect's ``quote``: Prefect
 otherwise walks every task parameter, each row dict and each of its strings, twice per task run
 (looking for futures to resolve and for lineage), about 400 visits per item per stage; the
 tasks receive the plain value either way.
@@ -33,9 +33,10 @@ from tasks.items.validate import validate_items
 from tasks.lake.compact import compact_written
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_new_items
-from tasks.models.call import CallStats, step_plan
+from tasks.models.call import CallStats
 from tasks.models.cost import Budget, BudgetExceeded
-from tasks.models.stream import Batches, ModelStream, run_calls, run_streams
+from tasks.models.stream import Chunks, ModelStream, run_calls, run_streams
+from tasks.records import step_plan
 from tasks.runs import progress
 from tasks.scoring.score import StageStats, parse_responses, score_trials
 from tasks.scoring.selection import Selection
@@ -68,77 +69,77 @@ def check_datasets(lake: Lake, datasets: list[str]) -> None:
                           f"\"SELECT DISTINCT dataset_id FROM dataset_items\"`")
 
 
-@task(name="validate", task_run_name="validate-batch-{index}", cache_policy=NONE)
-def validate_batch(rows: list[dict[str, Any]], index: int) -> int:
-    """Great Expectations over one batch; raises ValidationFailed on any failed expectation."""
-    return validate_items(rows, batch_name=f"batch_{index}", distinct_problems=True)
+@task(name="validate", task_run_name="validate-chunk-{index}", cache_policy=NONE)
+def validate_chunk(rows: list[dict[str, Any]], index: int) -> int:
+    """Great Expectations over one chunk; raises ValidationFailed on any failed expectation."""
+    return validate_items(rows, batch_name=f"chunk_{index}", distinct_problems=True)
 
 
-@task(name="store-items", task_run_name="store-items-batch-{index}", cache_policy=NONE)
-def store_items_batch(lake: Lake, rows: list[dict[str, Any]], index: int) -> int:
-    """Write the batch's items that the lake does not hold yet (items are content-addressed)."""
+@task(name="store-items", task_run_name="store-items-chunk-{index}", cache_policy=NONE)
+def store_items_chunk(lake: Lake, rows: list[dict[str, Any]], index: int) -> int:
+    """Write the chunk's items that the lake does not hold yet (items are content-addressed)."""
     return write_new_items(lake, rows)
 
 
-@task(name="call-batch", task_run_name="call-{model}-batch-{index}", cache_policy=NONE)
-def call_batch(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
-    """Every trial of the batch on one model; only ledger misses are sent."""
+@task(name="call-chunk", task_run_name="call-{model}-chunk-{index}", cache_policy=NONE)
+def call_chunk(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
+    """Every trial of the chunk on one model; only ledger misses are sent."""
     total = sum(len(step_plan(r)) for r in rows) * cfg.sweep.samples
-    with progress.stage(f"call {model} batch {index}", total) as advance:
+    with progress.stage(f"call {model} chunk {index}", total) as advance:
         return run_calls(rows, model, cfg.model(model), run_id, lake, cfg.sweep.samples, advance, cfg.sweep)
 
 
-@task(name="parse", task_run_name="parse-{model}-batch-{index}", cache_policy=NONE)
-def parse_batch(lake: Lake, selection: Selection, model: str, index: int) -> StageStats:
-    """Parse the batch's new responses."""
-    with progress.stage(f"parse {model} batch {index}", 1) as advance:
+@task(name="parse", task_run_name="parse-{model}-chunk-{index}", cache_policy=NONE)
+def parse_chunk(lake: Lake, selection: Selection, model: str, index: int) -> StageStats:
+    """Parse the chunk's new responses."""
+    with progress.stage(f"parse {model} chunk {index}", 1) as advance:
         stats = parse_responses(lake, selection)
         advance(1)
     return stats
 
 
-@task(name="score", task_run_name="score-{model}-batch-{index}", cache_policy=NONE)
-def score_batch(lake: Lake, selection: Selection, run_id: str, model: str, index: int) -> StageStats:
-    """Score the batch's trials."""
-    with progress.stage(f"score {model} batch {index}", 1) as advance:
+@task(name="score", task_run_name="score-{model}-chunk-{index}", cache_policy=NONE)
+def score_chunk(lake: Lake, selection: Selection, run_id: str, model: str, index: int) -> StageStats:
+    """Score the chunk's trials."""
+    with progress.stage(f"score {model} chunk {index}", 1) as advance:
         stats = score_trials(lake, selection, run_id)
         advance(1)
     return stats
 
 
 @task(name="call", task_run_name="call-{model}", cache_policy=NONE)
-async def call_model(stream: ModelStream, batches: Batches, model: str) -> CallStats:
-    """Every batch of the sweep on one model, as one stream of requests."""
-    return await stream.run(batches)
+async def call_model(stream: ModelStream, chunks: Chunks, model: str) -> CallStats:
+    """Every chunk of the sweep on one model, as one stream of requests."""
+    return await stream.run(chunks)
 
 
 def finish_unit(lake: Lake, rows: Sequence[dict[str, Any]], model: str, run_id: str, index: int) -> None:
-    """Parse and score what one model answered for one batch, then merge the files written so far,
+    """Parse and score what one model answered for one chunk, then merge the files written so far,
     so that later reads open one file per unit."""
     try:
         selection = quote(Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows)))
-        parse_batch(lake, selection, model, index)
-        score_batch(lake, selection, run_id, model, index)
+        parse_chunk(lake, selection, model, index)
+        score_chunk(lake, selection, run_id, model, index)
     finally:
         compact_written(lake, final=False)
 
 
 class Finisher:
-    """A thread that parses and scores each (model, batch) whose calls are done while the calls go
-    on. Its queue holds batch numbers only, so the calls never wait for it; the thread runs in the
+    """A thread that parses and scores each (model, chunk) whose calls are done while the calls go
+    on. Its queue holds chunk numbers only, so the calls never wait for it; the thread runs in the
     caller's context, so its task runs belong to the sweep's flow run."""
 
-    def __init__(self, lake: Lake, run_id: str, batches: Sequence[Sequence[dict[str, Any]]],
+    def __init__(self, lake: Lake, run_id: str, chunks: Sequence[Sequence[dict[str, Any]]],
                  on_done: Callable[[str], None]):
-        self.lake, self.run_id, self.batches, self.on_done = lake, run_id, batches, on_done
+        self.lake, self.run_id, self.chunks, self.on_done = lake, run_id, chunks, on_done
         self.queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=contextvars.copy_context().run, args=(self._loop,),
                                        name="parse-score", daemon=True)
         self.thread.start()
 
-    def batch_done(self, model: str, index: int) -> None:
-        """Queue a finished (model, batch) for parsing and scoring."""
+    def chunk_done(self, model: str, index: int) -> None:
+        """Queue a finished (model, chunk) for parsing and scoring."""
         self.queue.put((model, index))
 
     def _loop(self) -> None:
@@ -146,7 +147,7 @@ class Finisher:
             if self.error is None:  # after a failure, units are left for the next sweep's rescore
                 model, index = unit
                 try:
-                    finish_unit(self.lake, self.batches[index], model, self.run_id, index)
+                    finish_unit(self.lake, self.chunks[index], model, self.run_id, index)
                     self.on_done(model)
                 except BaseException as exc:  # noqa: BLE001 - raised by close(), in the flow's thread
                     self.error = exc
@@ -164,35 +165,35 @@ def artifact_key(model: str) -> str:
     return "progress-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
 
 
-def stream_sweep(lake: Lake, batches: Sequence[Sequence[dict[str, Any]]], cfg: Config, run_id: str,
+def stream_sweep(lake: Lake, chunks: Sequence[Sequence[dict[str, Any]]], cfg: Config, run_id: str,
                  on_done: Callable[[str], None] = lambda model: None) -> dict[str, CallStats]:
-    """Every model on every batch: hosted models called at the same time, embedded ones in turn,
-    each batch parsed and scored as soon as a model has answered it (``on_done(model)`` then).
+    """Every model on every chunk: hosted models called at the same time, embedded ones in turn,
+    each chunk parsed and scored as soon as a model has answered it (``on_done(model)`` then).
     Returns each model's call stats; a budget that stopped a model does not raise here."""
     models = cfg.sweep.models
     budgets = Budget.for_models(lake, run_id, cfg.sweep.max_cost_usd, {m: cfg.model(m).max_cost_usd for m in models})
-    indexed = list(enumerate(batches))
-    per_model = sum(len(step_plan(r)) for rows in batches for r in rows) * cfg.sweep.samples
-    finisher = Finisher(lake, run_id, batches, on_done)
+    indexed = list(enumerate(chunks))
+    per_model = sum(len(step_plan(r)) for rows in chunks for r in rows) * cfg.sweep.samples
+    finisher = Finisher(lake, run_id, chunks, on_done)
     try:
         with contextlib.ExitStack() as bars:
             streams = [
                 (ModelStream(m, cfg.model(m), run_id, lake, budgets[m], cfg.sweep, cfg.sweep.samples,
                              bars.enter_context(progress.stage(f"call {m}", per_model)),
-                             lambda index, m=m: finisher.batch_done(m, index)), indexed)
+                             lambda index, m=m: finisher.chunk_done(m, index)), indexed)
                 for m in models
             ]
-            stats = asyncio.run(run_streams(streams, lambda s, b: call_model(quote(s), quote(b), s.name)))
+            stats = asyncio.run(run_streams(streams, lambda s, c: call_model(quote(s), quote(c), s.name)))
     finally:
         finisher.close()
     return dict(zip(models, stats))
 
 
 def run_unit(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
-    """One model on one batch: call the model, then parse and score what it answered. The unit's
+    """One model on one chunk: call the model, then parse and score what it answered. The unit's
     files are merged when it ends, so that the next units' reads open one file per unit."""
     try:
-        stats = call_batch(lake, quote(rows), model, cfg, run_id, index)
+        stats = call_chunk(lake, quote(rows), model, cfg, run_id, index)
     except BaseException:
         compact_written(lake, final=False)
         raise

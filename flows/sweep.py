@@ -1,9 +1,9 @@
 """The ``sweep`` flow: generate → dedupe/validate → call → parse → score → store.
 
-Prefect only orchestrates: generation, validation, parsing and scoring are task runs per batch (up
+Prefect only orchestrates: generation, validation, parsing and scoring are task runs per chunk (up
 to ``sweep.batch_size`` items), never per item, and the calls one task run per model, every model
-at once, each batch parsed and scored while the calls go on (the tasks are in :mod:`flows.stages`); with ``sweep.report`` the ``stats``
-task then computes the statistics and the ``report`` task draws the report from the warehouse. Nothing reaches the lake before every batch has passed validation, so a
+at once, each chunk parsed and scored while the calls go on (the tasks are in :mod:`flows.stages`); with ``sweep.report`` the ``stats``
+task then computes the statistics and the ``report`` task draws the report from the warehouse. Nothing reaches the lake before every chunk has passed validation, so a
 failing expectation leaves the lake untouched.
 """
 
@@ -21,14 +21,14 @@ from prefect.artifacts import (
 from prefect.cache_policies import NONE
 from prefect.utilities.annotations import quote
 
-from flows import batch as scale_out
+from flows import unit as scale_out
 from flows.stages import (
     artifact_key,
     generate_items,
     load_datasets,
-    store_items_batch,
+    store_items_chunk,
     stream_sweep,
-    validate_batch,
+    validate_chunk,
 )
 from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
@@ -41,8 +41,8 @@ from tasks.records import canonical_json
 from tasks.runs import lifecycle, progress, stopping
 
 
-def chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
-    """``rows`` in consecutive batches of at most ``size``."""
+def into_chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
+    """``rows`` in consecutive chunks of at most ``size``."""
     return [list(rows[i : i + size]) for i in range(0, len(rows), size)]
 
 
@@ -109,37 +109,37 @@ def model_rows(per_model: dict[str, CallStats]) -> list[dict[str, Any]]:
              "cached": s.cached, "errors": s.errors, "unsent": s.unsent} for m, s in per_model.items()]
 
 
-def run_models(lake: Lake, batches: list[list[dict[str, Any]]], cfg: Config, run_id: str, config_path: str | None,
+def run_models(lake: Lake, chunks: list[list[dict[str, Any]]], cfg: Config, run_id: str, config_path: str | None,
                overrides: dict[str, Any] | None, dispatch: bool) -> dict[str, CallStats]:
-    """Every model on every batch, here as one stream per model or dispatched to workers, with one
-    progress artifact per model (the share of its batches parsed and scored). Per model, its stats."""
+    """Every model on every chunk, here as one stream per model or dispatched to workers, with one
+    progress artifact per model (the share of its chunks parsed and scored). Per model, its stats."""
     models = cfg.sweep.models
     artifacts = {m: create_progress_artifact(
-        0.0 if batches else 100.0, key=artifact_key(m),
-        description=f"invarbench sweep {run_id}: share of {m}'s {len(batches)} batch(es) answered, parsed and scored")
+        0.0 if chunks else 100.0, key=artifact_key(m),
+        description=f"invarbench sweep {run_id}: share of {m}'s {len(chunks)} chunk(s) answered, parsed and scored")
         for m in models}
     done = dict.fromkeys(models, 0)
 
-    def batch_done(model: str) -> None:  # called by one thread only, the stream's Finisher
+    def chunk_done(model: str) -> None:  # called by one thread only, the stream's Finisher
         done[model] += 1
-        update_progress_artifact(artifacts[model], 100.0 * done[model] / len(batches))
+        update_progress_artifact(artifacts[model], 100.0 * done[model] / len(chunks))
 
     try:
         if dispatch:
             # Units finish on workers in any order: every model's figure shows the run's share done.
-            units = [(m, i) for m in models for i in range(len(batches))]
+            units = [(m, i) for m in models for i in range(len(chunks))]
             totals = scale_out.dispatch_units(
-                lake, config_path, overrides, run_id, units, batches,
+                lake, config_path, overrides, run_id, units, chunks,
                 lambda n: [update_progress_artifact(a, 100.0 * n / len(units)) for a in artifacts.values()])
             return {m: totals.get(m, CallStats()) for m in models}
-        return stream_sweep(lake, batches, cfg, run_id, batch_done)
+        return stream_sweep(lake, chunks, cfg, run_id, chunk_done)
     finally:
         embedded.stop_all()  # the embedded models' worker processes end with the calls
 
 
 def prepare_items(cfg: Config) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]], list[dict[str, Any]]]:
     """The run's items, generated (and read from the configured datasets), deduplicated and
-    validated batch by batch, before anything is written. Returns the rows, their batches and the
+    validated chunk by chunk, before anything is written. Returns the rows, their chunks and the
     families dropped for repeating a prompt of another."""
     logger = get_run_logger()
     lake, size = Lake(cfg.lake_path), cfg.sweep.batch_size
@@ -156,14 +156,14 @@ def prepare_items(cfg: Config) -> tuple[list[dict[str, Any]], list[list[dict[str
         logger.warning("dropped family %s of %s.%s: it repeats a prompt of family %s of %s.%s",
                        d["family_id"], d["suite"], d["task"], d["duplicate_of_family"], d["suite"],
                        d["duplicate_of_task"])
-    batches = chunks(rows, size)
-    with progress.stage("validate", len(batches)) as advance:
-        for i, batch in enumerate(batches):
-            validate_batch(quote(batch), i)
+    chunks = into_chunks(rows, size)
+    with progress.stage("validate", len(chunks)) as advance:
+        for i, chunk in enumerate(chunks):
+            validate_chunk(quote(chunk), i)
             advance(1)
-    logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d batch(es)",
-                len(rows), identical, len(dropped_families), len(batches))
-    return rows, batches, dropped_families
+    logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d chunk(s)",
+                len(rows), identical, len(dropped_families), len(chunks))
+    return rows, chunks, dropped_families
 
 
 def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
@@ -177,35 +177,31 @@ def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
     for stale in lifecycle.mark_stale_crashed(lake):
         logger.warning("run %s marked crashed: %s", stale["run_id"], stale["message"])
     stopping.raise_if_requested()  # stopped before its run began: nothing of it is written
-    run = lifecycle.Run(lake, run_id, "sweep", config=canonical_json(cfg.resolved()),
-                        models=canonical_json(cfg.sweep.models), flow_run_id=lifecycle.flow_run_id())
-    run.start(n_items=n_items)
-    return run
+    return lifecycle.begin(lake, "sweep", config=canonical_json(cfg.resolved()), models=cfg.sweep.models,
+                           run_id=run_id, n_items=n_items)
 
 
-def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, batches: list[list[dict[str, Any]]],
+def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, chunks: list[list[dict[str, Any]]],
               dropped_families: list[dict[str, Any]], config_path: str | None, overrides: dict[str, Any] | None,
               dispatch: bool) -> tuple[dict[str, Any], CallStats]:
-    """The run's main body: store the items, call every model (each batch parsed and scored as it
+    """The run's main body: store the items, call every model (each chunk parsed and scored as it
     is answered), rebuild the catalog, then the statistics and report with ``sweep.report``. The
     run ends `completed`, `waiting` (batch jobs still running) or as the exception that stopped it.
     Returns the run summary and the call totals."""
     lake = Lake(cfg.lake_path)
     crashes_before = len(embedded.crashes())
-    counts: dict[str, int] = {}
-    try:
-        with progress.stage("store items", len(batches)) as advance:
-            for i, batch in enumerate(batches):
-                store_items_batch(lake, quote(batch), i)
+    with run:  # an exception ends the run failed or cancelled, with the counts kept so far
+        with progress.stage("store items", len(chunks)) as advance:
+            for i, chunk in enumerate(chunks):
+                store_items_chunk(lake, quote(chunk), i)
                 advance(1)
 
-        per_model = run_models(lake, batches, cfg, run.run_id, config_path, overrides, dispatch)
+        per_model = run_models(lake, chunks, cfg, run.run_id, config_path, overrides, dispatch)
         totals = CallStats()
         for stats in per_model.values():
             totals.add(stats)
-        counts.update(n_requests=totals.requests, n_sent=totals.sent, n_cached=totals.cached,
-                      n_errors=totals.errors)
-        stopping.raise_if_requested()  # the run ends `cancelled` below, with the counts of what it did
+        run.count(n_requests=totals.requests, n_sent=totals.sent, n_cached=totals.cached, n_errors=totals.errors)
+        stopping.raise_if_requested()  # the run ends `cancelled`, with the counts of what it did
         budget = next((s.budget for s in per_model.values() if s.budget), "")
         if budget:
             raise BudgetExceeded(budget)  # after every model ended: what was answered is parsed and scored
@@ -214,16 +210,12 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, batches: list[list[
         # Every other model has had its turn; what the dead worker had answered is stored.
         embedded.check_crashes(crashes_before)
         summary = summarize(cfg, run, n_items, dropped_families, per_model, totals, catalog)
-    except BaseException as exc:
-        # Without this row the run would read `running` until its heartbeat went stale.
-        run.end_with(exc, **counts)
-        raise
-    # A run whose batch jobs are still running is not done: the next sweep collects them.
-    if totals.waiting:
-        run.wait(f"{totals.waiting} request(s) wait in provider batch jobs; the next sweep collects them",
-                 report_path=summary["report"], **counts)
-    else:
-        run.finish(report_path=summary["report"], **counts)
+        # A run whose batch jobs are still running is not done: the next sweep collects them.
+        if totals.waiting:
+            run.wait(f"{totals.waiting} request(s) wait in provider batch jobs; the next sweep collects them",
+                     report_path=summary["report"])
+        else:
+            run.finish(report_path=summary["report"])
     return summary, totals
 
 
@@ -272,8 +264,8 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
 
     ``select`` (keys ``suites``, ``tasks``, ``datasets``: the CLI's filters) restricts the run to
     what it names (:meth:`Config.select`); the run's stored configuration is the restricted one.
-    With ``dispatch``, each (model, batch) unit runs as a flow run of the ``sweep-batch``
-    deployment that any worker on the pool may pick up (:mod:`flows.batch`); without it, here.
+    With ``dispatch``, each (model, chunk) unit runs as a flow run of the ``sweep-unit``
+    deployment that any worker on the pool may pick up (:mod:`flows.unit`); without it, here.
     """
     apply_defaults()
     cfg = load_config(config_path, overrides).select(**(select or {}))
@@ -281,8 +273,8 @@ def sweep(config_path: str | None = None, overrides: dict[str, Any] | None = Non
     if dispatch:
         scale_out.require_server()
     run_id = lifecycle.new_run_id()
-    rows, batches, dropped_families = prepare_items(cfg)
+    rows, chunks, dropped_families = prepare_items(cfg)
     run = start_run(cfg, run_id, len(rows))
-    summary, totals = run_sweep(run, cfg, len(rows), batches, dropped_families, config_path, overrides, dispatch)
+    summary, totals = run_sweep(run, cfg, len(rows), chunks, dropped_families, config_path, overrides, dispatch)
     summary_artifact(cfg, summary, totals)
     return summary

@@ -106,7 +106,8 @@ class SweepConfig(StrictConfig):
     models: list[str] = Field(default_factory=lambda: ["local/smollm2", "local/gemma3-270m"])
     seed: int = 0
     samples: int = Field(1, ge=1, le=1000, description="repeats per item (sample_idx 0..samples-1)")
-    batch_size: int = Field(1000, ge=1, le=100000)
+    # Items per chunk (the unit each stage works on); the key keeps the name users' files have.
+    batch_size: int = Field(1000, ge=1, le=100000, description="items per chunk (one Prefect task run per stage)")
     breaking_threshold: float = Field(0.5, gt=0, lt=1)
     report: bool = Field(True, description="end each sweep with statistics and the HTML report")
     bootstrap_resamples: int = Field(1000, ge=10, le=100000, description="resamples of the family bootstrap")

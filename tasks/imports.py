@@ -83,7 +83,7 @@ from tasks.items.generate import dataset_id, item_row
 from tasks.items.validate import ValidationFailed, validate_items
 from tasks.models.call import trial_id
 from tasks.records import Item, Request, Route
-from tasks.suites import SUITES, suite_tasks
+from tasks.suites import ANSWER_TYPES, SUITES, suite_tasks
 from tasks.suites.base import family_id
 
 SUITE = "imported"
@@ -97,7 +97,6 @@ REQUIRED = {"prompt": ("prompt", "input", "question"), "gold": ("target", "gold"
             "response": ("prediction", "response", "output", "pred")}
 OPTIONAL = {"task": ("task",), "family_id": ("family_id",), "variant": ("variant",), "bin": ("bin", "bins"),
             "key_entities": ("key_entities",), "finish_reason": ("finish_reason",)}
-SUITE_ANSWER_TYPES = {"lissard": "text", "symmetry": "integer", "geometry": "math"}
 
 _INTEGER = re.compile(r"-?\d+")
 # A gold that is a number or an arithmetic expression: digits with operators, brackets, roots and
@@ -239,7 +238,7 @@ def decode(path: Path, header_rows: tuple[list[str], list[tuple[str, dict[str, A
 
 def known_task_answer_types() -> dict[str, str]:
     """Answer type of every task name of the built-in suites."""
-    return {task: SUITE_ANSWER_TYPES[suite] for suite in SUITES for task in suite_tasks(suite)}
+    return {task: ANSWER_TYPES[suite] for suite in SUITES for task in suite_tasks(suite)}
 
 
 def answer_types(records: list[Record]) -> dict[str, str]:

@@ -48,6 +48,27 @@ class Step:
     system: str = ""
 
 
+def step_plan(row: dict[str, Any]) -> list[dict[str, str]]:
+    """The steps of an item row, in order, each with the answer type that parses its response: one
+    ``main`` step for ``generate``, the stored steps for ``chain`` (a step without an answer type of
+    its own takes the item's)."""
+    if row["solver"] != "chain":
+        return [{"name": "main", "template": "", "answer_type": row["answer_type"], "system": ""}]
+    return [{**s, "answer_type": s.get("answer_type") or row["answer_type"]} for s in json.loads(row["steps"])]
+
+
+def step_answer_type(row: dict[str, Any], step: str) -> str:
+    """The answer type of the step named ``step`` of an item row (:func:`step_plan`); the item's for
+    a step it does not have."""
+    return next((s["answer_type"] for s in step_plan(row) if s["name"] == step), row["answer_type"])
+
+
+def n_steps_sql(solver: str, steps: str) -> str:
+    """:func:`step_plan`'s number of steps as a SQL expression over an item's ``solver`` and
+    ``steps`` (stored JSON) columns: every step of a chain, else one."""
+    return f"CASE WHEN {solver} = 'chain' THEN json_array_length(coalesce({steps}, '[]')) ELSE 1 END"
+
+
 @dataclass(frozen=True)
 class Item:
     """One prompt with its gold answer; built by generators, never mutated (docs/data-model.md#items).

@@ -90,7 +90,7 @@ def invoke_sweep(cfg) -> tuple[int, str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV], ids=["SIGKILL", "SIGSEGV"])
 def test_worker_killed_mid_batch(tmp_path, sig):
-    """Error rows naming the signal, a restart for the next batch, the other model goes on, the run
+    """Error rows naming the signal, a restart for the next chunk, the other model goes on, the run
     fails with exit 1, and the next sweep sends only the unanswered requests."""
     lake = Lake(str(tmp_path / "wh" / "lake"))
     with FakeServer() as server:
@@ -106,17 +106,17 @@ def test_worker_killed_mid_batch(tmp_path, sig):
         assert code == 1, output
         assert died in output, output
 
-        # A batch's requests are all answered before the next batch starts.
+        # A chunk's requests are all answered before the next chunk starts.
         rows = lake.read("""SELECT status, error, attempts FROM responses WHERE model = 'local/smollm2'
                              ORDER BY created_at""")
         first, second = rows[:4], rows[4:]
         errors = [r for r in first if r["status"] == "error"]
         # Every request got exactly one response; the one in flight names the signal, the rest of
-        # the batch was not sent; nothing is retried within the batch.
+        # the chunk was not sent; nothing is retried within the chunk.
         assert len(first) == 4 and 1 <= len(errors) <= 3, first
         assert all(died in r["error"] and r["attempts"] == 1 for r in errors), errors
         assert sum("not sent" not in r["error"] for r in errors) == 1, errors
-        # The worker was started again for the next batch: all of it is answered.
+        # The worker was started again for the next chunk: all of it is answered.
         assert [r["status"] for r in second] == ["ok"] * 4, second
         assert len(killer.pids) >= 2 and not any(alive(p) for p in killer.pids), "workers must stop with the sweep"
         # The other model ran all its items after the crash.
@@ -144,13 +144,13 @@ def test_worker_restarts_at_most_max_restarts_times():
     messages = [{"role": "user", "content": "Say hello."}]
     try:
         for restart in range(embedded.MAX_RESTARTS + 1):
-            worker.begin_batch()
+            worker.begin_chunk()
             worker.generate(messages, {"max_tokens": 4})
             os.kill(worker.pid, signal.SIGKILL)
             with pytest.raises(embedded.EmbeddedModelCrashed, match="worker process died with SIGKILL$"):
                 worker.generate(messages, {"max_tokens": 4})
             assert worker.restarts == restart
-        worker.begin_batch()
+        worker.begin_chunk()
         with pytest.raises(embedded.EmbeddedModelCrashed, match=f"not restarted after {embedded.MAX_RESTARTS} restarts"):
             worker.generate(messages, {"max_tokens": 4})
         assert worker.pid is None

@@ -233,7 +233,7 @@ def test_deployments_registered_and_a_worker_runs_the_nightly_sweep(ops, tmp_pat
         assert nightly.work_pool_name == "invarbench" and nightly.parameters["dispatch"] is True
         assert nightly.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": "{{ $INVARBENCH_HOME }}"}}]
         assert client.read_deployment_by_name("rescore/rescore").entrypoint == "flows/rescore.py:rescore"
-        assert client.read_deployment_by_name("sweep-batch/batch").entrypoint == "flows/batch.py:sweep_batch"
+        assert client.read_deployment_by_name("sweep-unit/unit").entrypoint == "flows/unit.py:sweep_unit"
         assert client.read_work_pool("invarbench").type == "process"
         assert client.read_global_concurrency_limit_by_name("invarbench-fake-concurrency").limit == 3
 

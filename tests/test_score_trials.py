@@ -14,6 +14,7 @@ import json
 from collections import defaultdict
 
 from lake_fixtures import RUN, LakeBuilder
+from tasks.records import step_answer_type
 from tasks.scoring import parse as parsing
 from tasks.scoring.score import judge, parse_responses, score_trials, scorer_version
 from tasks.scoring.selection import Selection
@@ -50,12 +51,12 @@ def mixed_lake(tmp_path) -> LakeBuilder:
 
 def expected_parses(lake: LakeBuilder) -> set[tuple]:
     rows = lake.query("""
-        SELECT DISTINCT l.response_id, l.text, rr.step, i.answer_type, i.steps
+        SELECT DISTINCT l.response_id, l.text, rr.step, i.answer_type, i.solver, i.steps
         FROM run_requests rr JOIN items i USING (item_id) JOIN ledger l ON l.request_id = rr.request_id
         WHERE l.status = 'ok'""")
     out = set()
     for r in rows:
-        answer_type = parsing.step_answer_type(r["answer_type"], r["steps"], r["step"])
+        answer_type = step_answer_type(r, r["step"])
         parsed = parsing.parse(answer_type, r["text"])
         out.add((r["response_id"], answer_type, parsing.parser_version(answer_type), parsed.status, parsed.value,
                  parsed.extracted, parsing.answer_key(answer_type, parsed.value)))

@@ -26,8 +26,8 @@ class RichListener:
     """Progress bars on the terminal, one per stage; the stages running and the last few finished.
 
     rich rebuilds every bar it holds ten times a second, in a thread that holds the GIL while it
-    does: a 200,000-item sweep has 600 per-batch stages, and with every finished one kept, redrawing
-    them grew to most of a core (0.6 s per redraw at 600 bars) and slowed each batch more than the
+    does: a 200,000-item sweep has 600 per-chunk stages, and with every finished one kept, redrawing
+    them grew to most of a core (0.6 s per redraw at 600 bars) and slowed each chunk more than the
     last. Finished bars beyond ``keep_finished`` are dropped.
     """
 

@@ -52,7 +52,7 @@ def sweep(
     models: Optional[str] = typer.Option(None, help="comma-separated model names (overrides sweep.models)"),
     samples: Optional[int] = typer.Option(None, help="repeats per item (overrides sweep.samples)"),
     warehouse: Optional[str] = typer.Option(None, help="warehouse folder (overrides warehouse.path)"),
-    batch_size: Optional[int] = typer.Option(None, help="items per batch (overrides sweep.batch_size)"),
+    batch_size: Optional[int] = typer.Option(None, help="items per chunk: the unit of validation, storing, parsing and scoring (overrides sweep.batch_size)"),
     suite: Optional[list[str]] = typer.Option(None, "--suite", help="run this suite (repeatable; a filter: "
                                               "only what --suite, --task and --dataset name runs)"),
     task: Optional[list[str]] = typer.Option(None, "--task", help="run this task: suite.task, or a task name "

@@ -77,7 +77,9 @@ def family_bootstrap(statistic: Callable[..., np.ndarray], per_family: Sequence[
 
 
 def status_counts(frame: pl.DataFrame) -> dict[str, int]:
-    """The outcome counts of the trials in ``frame``, as the SQL macro ``status_counts`` gives them."""
+    """The outcome counts of the trials of ``frame`` (its ``status`` column) for the statistics,
+    which group trials in Python: the counts of the SQL macro ``status_counts``
+    (sql/macros/status_counts.sql, where the rule is stated)."""
     status = frame["status"]
     return {
         "n_scored": int((status != "error").sum()), "n_correct": int((status == "correct").sum()),

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 import polars as pl
 
-from tasks.analysis.bootstrap import POOLED, groups, sort_variants
+from tasks.analysis.bootstrap import POOLED, groups, sort_variants, status_counts
 
 REGRESSION_FEATURES = ("n_tokens", "symbol_density", "n_numbers")
 
@@ -120,12 +120,11 @@ def regressions(trials: pl.DataFrame, variant_order: Sequence[str], level: float
         for model, task, fit, frame, reference_model in fits:
             data = frame.filter(pl.col("status") != "error")
             task_effects = reference_task if task == POOLED else None
-            base = {"suite": suite, "model": model, "task": task, "fit": fit, "n": data.height,
-                    "n_correct": int((data["status"] == "correct").sum()),
-                    "n_unparsable": int((data["status"] == "unparsable").sum()),
-                    "n_truncated": int((data["status"] == "truncated").sum()),
-                    "n_error": int((frame["status"] == "error").sum()), "reference_model": reference_model,
-                    "reference_task": task_effects}
+            counts = status_counts(frame)
+            base = {"suite": suite, "model": model, "task": task, "fit": fit, "n": counts["n_scored"],
+                    "n_correct": counts["n_correct"], "n_unparsable": counts["n_unparsable"],
+                    "n_truncated": counts["n_truncated"], "n_error": counts["n_error"],
+                    "reference_model": reference_model, "reference_task": task_effects}
             if fit == "pooled" and len(models) < 2:
                 rows.append(dict(base, status="skipped", reason="one model only: nothing to pool"))
                 continue

@@ -1,4 +1,4 @@
-"""The dedupe/validate stage: drop repeated problems, then check each batch with Great Expectations.
+"""The dedupe/validate stage: drop repeated problems, then check each chunk with Great Expectations.
 
 Dedupe keeps one copy of identical items and, within a suite, one family per problem: a family
 with a prompt that an earlier family already has (the same problem drawn twice, or stated alike
@@ -25,7 +25,7 @@ from tasks.scoring.parse import ANSWER_TYPES
 
 
 class ValidationFailed(RuntimeError):
-    """One or more expectations failed on a batch; the message says which and how many rows."""
+    """One or more expectations failed on a set of items; the message says which and how many rows."""
 
 
 def _family(row: dict[str, Any]) -> tuple[str, str, str]:
@@ -80,7 +80,7 @@ def _context():
 
 
 def prepare_validation() -> None:
-    """Import Great Expectations and build its context now rather than at the first batch (the
+    """Import Great Expectations and build its context now rather than at the first chunk (the
     sweep does it while Prefect's server starts)."""
     _context()
 
@@ -109,7 +109,7 @@ def _describe(result: Any) -> str:
     kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
     unexpected = (result.result or {}).get("unexpected_count")
     element = (result.result or {}).get("element_count")
-    rows = f"{unexpected} of {element} rows" if unexpected is not None else "the batch"
+    rows = f"{unexpected} of {element} rows" if unexpected is not None else "the items"
     return f"{cfg.type} {kwargs}: failed for {rows}"
 
 
@@ -143,10 +143,10 @@ def families_per_prompt(rows: Sequence[dict[str, Any]]) -> list[int]:
 
 def validate_items(rows: Sequence[dict[str, Any]], batch_name: str = "items", *,
                    distinct_problems: bool = False) -> int:
-    """Check a batch of item rows; returns the row count, raises ValidationFailed on any failure.
+    """Check item rows (a sweep's chunk, an import); returns the row count, raises ValidationFailed on any failure.
 
     With ``distinct_problems`` (the sweep, after :func:`dedupe`) a prompt shared by two families
-    of a suite fails the batch; imports leave it off, as a published file is what it is.
+    of a suite fails the check; imports leave it off, as a published file is what it is.
     """
     import great_expectations as gx
 

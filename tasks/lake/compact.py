@@ -1,7 +1,7 @@
 """Compaction: the small Parquet files of the lake merged into one file per table and day.
 
-Every batch a run stores is a file of its own: writes are atomic, need no lock, and a crash loses
-at most the batch in flight, while people query the lake as it grows. But every query opens every
+Every chunk a run stores is a file of its own: writes are atomic, need no lock, and a crash loses
+at most the chunk in flight, while people query the lake as it grows. But every query opens every
 file, and on object storage each file costs requests (a HEAD and a GET), so a lake of many small
 files is slow to read. So when a process's work ends (a run, or a dispatched unit of one) the files
 it wrote are merged, per table and day folder, into one ``merged-….parquet`` whose Parquet metadata
@@ -23,9 +23,9 @@ A query that listed a folder just before a compaction deleted a file, and opens 
 finds it gone; the pipeline's own reads run such a query again (tasks.lake.views.query).
 
 A long run also reads what it wrote while it runs (the ledger and claims before each wave of
-calls, parses and scores after each batch), and a read opens every file: left alone, a
-200,000-item sweep would end with some 20,000 response files, each batch reading more of them
-than the last. So each (model, batch) unit merges its own files when it ends (``final=False``);
+calls, parses and scores after each chunk), and a read opens every file: left alone, a
+200,000-item sweep would end with some 20,000 response files, each chunk reading more of them
+than the last. So each (model, chunk) unit merges its own files when it ends (``final=False``);
 the merged files are kept aside, merged again when a folder holds more than a few, and the
 run's end merges what is left into one.
 """

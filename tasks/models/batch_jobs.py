@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
+from tasks.models.call import lookup_ledger
 from tasks.models.cost import Budget, estimate_cost
 from tasks.models.llm import litellm
 from tasks.models.pricing import price
@@ -134,9 +135,7 @@ async def collect(caller: Caller, lake: Lake, job: Any, request_ids: Sequence[st
     """Turn a finished job into response rows (one per request of the job) and store them."""
     created = getattr(job, "created_at", None)
     latency = max(0.0, time.time() - created) if isinstance(created, (int, float)) else 0.0
-    answered = {r["request_id"] for r in lake.read(  # a collection interrupted after its responses were stored
-        "SELECT request_id FROM ledger WHERE status = 'ok' AND request_id IN (SELECT unnest(?::VARCHAR[]))",
-        [list(request_ids)])}
+    answered = lookup_ledger(lake, request_ids)  # a collection interrupted after its responses were stored
     lines = {}
     if job.status != "failed":
         for line in await _content(caller, job.output_file_id) + await _content(caller, job.error_file_id):

@@ -54,13 +54,6 @@ def fill_template(template: str, answers: dict[str, dict[str, Any]]) -> str:
     return _REF.sub(sub, template)
 
 
-def step_plan(row: dict[str, Any]) -> list[dict[str, str]]:
-    """The steps of an item row: one ``main`` step for ``generate``, the stored steps for ``chain``."""
-    if row["solver"] == "chain":
-        return json.loads(row["steps"])
-    return [{"name": "main", "template": "", "answer_type": row["answer_type"], "system": ""}]
-
-
 def step_messages(row: dict[str, Any], step: dict[str, str], answers: dict[str, dict[str, Any]]) -> tuple[tuple[str, str], ...]:
     """The messages of one step's request."""
     if row["solver"] != "chain":
@@ -74,12 +67,15 @@ def step_messages(row: dict[str, Any], step: dict[str, str], answers: dict[str, 
 
 @dataclass
 class CallStats:
-    """What one call-stage batch did.
+    """What one call-stage chunk did, and summed (:meth:`add`), what a model or a run did.
 
-    ``waiting`` counts requests in provider batch jobs that had not finished when the stage stopped
-    waiting; ``unsent`` those a budget kept from being sent (``budget`` says which budget).
+    ``requests`` counts the requests recorded for the run: ``cached`` (answered in the ledger
+    already, or meanwhile by another sweep), ``sent`` (a response of this run, ``errors`` among
+    them), ``waiting`` (in provider batch jobs that had not finished when the stage stopped
+    waiting). ``unsent`` counts the requests a budget (``budget`` says which) or a stop kept back.
     ``concurrency`` holds, per model, the smallest and the final adaptive concurrency and the
-    number of throttled (429 / Retry-After) attempts.
+    number of throttled (429 / Retry-After) attempts. The stream counts them as it calls; a run
+    whose calls ran elsewhere reads them back from the lake (:func:`run_totals`).
     """
 
     trials: int = 0
@@ -103,6 +99,27 @@ class CallStats:
             mine["min"] = min(mine["min"], got["min"])
             mine["final"] = got["final"]
             mine["throttled"] += got["throttled"]
+
+
+def run_totals(lake: Lake, run_id: str) -> dict[str, CallStats]:
+    """A run's :class:`CallStats` per model, read back from the lake: requests recorded, responses
+    of the run (errors among them), requests still waiting in batch jobs the run submitted, and the
+    rest as cached. The lake does not tell an unsent request from a cached one (neither has a
+    response of the run), so ``unsent`` stays 0 and such requests count as cached; the times and
+    concurrency stay with the processes that called."""
+    rows = lake.read("""
+        WITH req AS (SELECT model, count(*) AS requests FROM run_requests WHERE run_id = $1 GROUP BY model),
+             got AS (SELECT model, count(*) AS sent, count(*) FILTER (WHERE status = 'error') AS errors
+                     FROM responses WHERE run_id = $1 GROUP BY model),
+             -- 'stored': a job whose lines are in the ledger (tasks.models.batch_jobs.STORED)
+             wait AS (SELECT model, count(*) AS waiting FROM batch_jobs, unnest(request_ids) AS t(request_id)
+                      WHERE run_id = $1 AND status <> 'stored' GROUP BY model)
+        SELECT model, requests, coalesce(sent, 0) AS sent, coalesce(errors, 0) AS errors,
+               coalesce(waiting, 0) AS waiting
+        FROM req LEFT JOIN got USING (model) LEFT JOIN wait USING (model)""",
+               [run_id])
+    return {r["model"]: CallStats(requests=r["requests"], sent=r["sent"], errors=r["errors"], waiting=r["waiting"],
+                                  cached=r["requests"] - r["sent"] - r["waiting"]) for r in rows}
 
 
 @dataclass
@@ -135,13 +152,14 @@ def request_row(run_id: str, req: Request, step_index: int) -> dict[str, Any]:
     }
 
 
+# The one rule for "this request is answered": its ledger row is ``ok``. Every stage that asks
+# (the ledger look-up, claims, provider batch jobs) reads these rows, for the request ids in $1.
+USABLE_LEDGER_ROWS = ("SELECT request_id, response_id, text, finish_reason FROM ledger "
+                      "WHERE status = 'ok' AND request_id IN (SELECT unnest($1::VARCHAR[]))")
+
+
 def lookup_ledger(lake: Lake, request_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The ``ok`` ledger rows (request_id → response_id, text, finish_reason) for ``request_ids``."""
+    """The usable (``ok``) ledger rows (request_id → response_id, text, finish_reason) for ``request_ids``."""
     if not request_ids:
         return {}
-    rows = lake.read(
-        "SELECT request_id, response_id, text, finish_reason FROM ledger WHERE status = 'ok' "
-        "AND request_id IN (SELECT unnest(?::VARCHAR[]))",
-        [list(request_ids)],
-    )
-    return {r["request_id"]: r for r in rows}
+    return {r["request_id"]: r for r in lake.read(USABLE_LEDGER_ROWS, [list(request_ids)])}

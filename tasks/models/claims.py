@@ -23,6 +23,7 @@ from typing import Sequence
 
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
+from tasks.models.call import USABLE_LEDGER_ROWS
 from tasks.records import now_utc
 
 
@@ -51,9 +52,8 @@ class Claims:
         return max(0.2, min(5.0, self.lease_s / 10))
 
     def _state(self, ids: Sequence[str]) -> tuple[set[str], dict[str, list[tuple[dt.datetime, str]]]]:
-        rows = self.lake.read("""
-            SELECT 'ok' AS kind, request_id, NULL AS run_id, NULL AS claimed_at FROM ledger
-            WHERE status = 'ok' AND request_id IN (SELECT unnest($1::VARCHAR[]))
+        rows = self.lake.read(f"""
+            SELECT 'ok' AS kind, request_id, NULL AS run_id, NULL AS claimed_at FROM ({USABLE_LEDGER_ROWS})
             UNION ALL
             SELECT 'claim', request_id, run_id, claimed_at FROM live_claims
             WHERE request_id IN (SELECT unnest($1::VARCHAR[]))""", [list(ids)])

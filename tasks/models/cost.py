@@ -57,7 +57,7 @@ class _Cap:
 class Budget:
     """The caps of one model in one sweep run: the sweep's ``max_cost_usd`` and the model's own.
 
-    ``spent`` starts from this run's stored responses (so a run's later batches count its earlier
+    ``spent`` starts from this run's stored responses (so a run's later chunks count its earlier
     ones) and grows with each answer; a request is sent only when spent + the estimates of the
     requests in flight + its own estimate stay within every cap. Once one is refused, nothing more
     is sent (:attr:`stopped`): the budget stops new requests, it does not pick cheaper ones.

@@ -9,10 +9,10 @@ its own when this process dies, even by SIGKILL.
 
 When a worker dies, the request in flight fails with :class:`EmbeddedModelCrashed`, whose message
 names the model and the signal ("embedded model local/smollm2: worker process died with
-SIGSEGV"), and so do the model's remaining requests of that batch, without being sent: a request
+SIGSEGV"), and so do the model's remaining requests of that chunk, without being sent: a request
 that crashed the model would crash it again, and each death is a reason to stop, not to retry.
 All of them become ``error`` responses, which the next sweep sends again. The worker is started
-anew for the model's next batch (:func:`begin_batch`), at most :data:`MAX_RESTARTS` times; every
+anew for the model's next chunk (:func:`begin_chunk`), at most :data:`MAX_RESTARTS` times; every
 death is listed by :func:`crashes`, from which the sweep ends ``failed``.
 
 The route and the request hash do not depend on where the model runs (:func:`tasks.models.routes.route_for`),
@@ -35,8 +35,8 @@ from typing import Any
 from tasks.models.embedded_worker import EMBEDDED
 from tasks.models.llm import CustomLLM, ModelResponse, custom_llm_setup, litellm
 
-# Restarts of one model's worker per process (a sweep, or a batch flow run): after that, the
-# model's remaining batches fail without being sent.
+# Restarts of one model's worker per process (a sweep, or a unit flow run): after that, the
+# model's remaining chunks fail without being sent.
 MAX_RESTARTS = 3
 # How long a worker asked to stop (stdin closed) may take before it is killed.
 STOP_TIMEOUT_S = 10.0
@@ -78,7 +78,7 @@ class Worker:
         self.route = f"local/{name}"
         self.restarts = 0
         self.served = 0  # replies received from all of this model's worker processes
-        self.died: str | None = None  # why the current worker is gone, until the next batch
+        self.died: str | None = None  # why the current worker is gone, until the next chunk
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
@@ -96,8 +96,8 @@ class Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=_ROOT,
         )
 
-    def begin_batch(self) -> None:
-        """A new batch: a worker that died is started again on the next request, if restarts remain."""
+    def begin_chunk(self) -> None:
+        """A new chunk: a worker that died is started again on the next request, if restarts remain."""
         with self._lock:
             if self.died is not None and self.restarts < MAX_RESTARTS:
                 self.died = None
@@ -107,13 +107,13 @@ class Worker:
         """One generation in the worker: (text, prompt tokens, completion tokens, finish reason).
 
         Raises EmbeddedModelCrashed when the worker dies during the call or died earlier in this
-        batch, RuntimeError when the model raised an error for this request.
+        chunk, RuntimeError when the model raised an error for this request.
         """
         with self._lock:
             if self.died is not None:
-                later = ("it is started again for the next batch" if self.restarts < MAX_RESTARTS
+                later = ("it is started again for the next chunk" if self.restarts < MAX_RESTARTS
                          else f"not restarted after {MAX_RESTARTS} restarts")
-                raise EmbeddedModelCrashed(f"{self.died} earlier in this batch; not sent ({later})", self.route)
+                raise EmbeddedModelCrashed(f"{self.died} earlier in this chunk; not sent ({later})", self.route)
             if self._proc is None:
                 self._proc = self._start()
             proc = self._proc
@@ -183,10 +183,10 @@ def worker(name: str) -> Worker:
         return _workers[name]
 
 
-def begin_batch(name: str) -> None:
-    """Prepare ``local/<name>`` for a batch: the litellm route exists, a dead worker may restart."""
+def begin_chunk(name: str) -> None:
+    """Prepare ``local/<name>`` for a chunk: the litellm route exists, a dead worker may restart."""
     register()
-    worker(name).begin_batch()
+    worker(name).begin_chunk()
 
 
 def crashes() -> list[str]:

@@ -30,7 +30,7 @@ from tasks.records import Request, Response, Route, now_utc
 log = logging.getLogger("invarbench.concurrency")
 
 # Errors that a retry cannot fix; everything else (429, 5xx, timeouts, broken bodies) is retried.
-# An embedded model's worker that died is restarted for the next batch, not retried within this one.
+# An embedded model's worker that died is restarted for the next chunk, not retried within this one.
 _FATAL = (
     litellm.BadRequestError,
     litellm.AuthenticationError,
@@ -57,7 +57,7 @@ class RateLimiter:
     sent under the larger limit do not halve it again), and each window of ``limit`` successes
     raises it by one, always within ``[1, concurrency]``. With ``adaptive_concurrency = false`` the
     limit stays at ``concurrency``. The state lives as long as the process (:meth:`for_model`),
-    so a sweep's later batches start from what the earlier ones learned.
+    so a sweep's later chunks start from what the earlier ones learned.
     """
 
     _registry: dict[tuple[str, str], "RateLimiter"] = {}
@@ -225,13 +225,13 @@ class Caller:
         share below ``concurrency``, and the Prefect limit is acquired inside the local slot.
         """
         if cfg.provider == "local":
-            embedded.begin_batch(cfg.model.split("/", 1)[1])
+            embedded.begin_chunk(cfg.model.split("/", 1)[1])
         local = RateLimiter.for_model(name, cfg)
         local.start_window()
         limiter: RateLimiter | limits.SharedLimiter = local
         if limits.uses_shared_limits(cfg):
             specs = limits.limit_specs(name, cfg)
-            limits.check_limits(specs)  # fail the batch before sending anything, not per request
+            limits.check_limits(specs)  # fail the chunk before sending anything, not per request
             limiter = limits.SharedLimiter(local, specs)
         return cls(name=name, cfg=cfg, run_id=run_id, limiter=limiter, local=local, price=price(cfg))
 

@@ -1,18 +1,18 @@
 """The call engine: each model of a sweep is one stream of requests that keeps its slots full.
 
-A :class:`ModelStream` runs a model's batches through one pool of ``concurrency`` workers that
-pull from one bounded queue. Up to :data:`LOOKAHEAD` batches are in progress at once: while the
-workers send one batch's requests, the next batch records its requests, looks them up in the
+A :class:`ModelStream` runs a model's chunks through one pool of ``concurrency`` workers that
+pull from one bounded queue. Up to :data:`LOOKAHEAD` chunks are in progress at once: while the
+workers send one chunk's requests, the next chunk records its requests, looks them up in the
 ledger, claims its misses and puts them on the queue behind the first, so the calls never drain
-to zero at a batch boundary (only the steps of a chain wait for their own earlier steps). The
-queue is bounded, so a batch never builds far ahead of what the workers can send.
+to zero at a chunk boundary (only the steps of a chain wait for their own earlier steps). The
+queue is bounded, so a chunk never builds far ahead of what the workers can send.
 
 Several streams run in one event loop at the same time (:func:`run_streams`): each model has its
 own limiter, so a slow or throttled model never holds back another. Lake work (recording
 requests, ledger look-ups, claims, writing responses) runs in threads so the event loop keeps
 sending; responses are buffered and written by size or every :data:`FLUSH_SECONDS`, not one file
-per response, so a crash loses at most the responses of the last few seconds. When a batch's
-calls are done and its responses are in the lake, ``on_batch(index)`` tells the caller, which
+per response, so a crash loses at most the responses of the last few seconds. When a chunk's
+calls are done and its responses are in the lake, ``on_chunk(index)`` tells the caller, which
 parses and scores it while the stream goes on.
 
 Whether a request may start is decided in one place, :meth:`ModelStream.may_start`.
@@ -37,23 +37,22 @@ from tasks.models.call import (
     lookup_ledger,
     request_row,
     step_messages,
-    step_plan,
     trial_id,
 )
 from tasks.models.claims import Claims
 from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, estimate_cost
 from tasks.models.routes import Caller, route_for
-from tasks.records import Request, Response
+from tasks.records import Request, Response, step_plan
 from tasks.runs import stopping
 from tasks.runs.lifecycle import mark_stale_crashed
 from tasks.scoring import parse as parsing
 
-LOOKAHEAD = 3  # batches in progress at once per model: one sending, the next ones queued behind it
+LOOKAHEAD = 3  # chunks in progress at once per model: one sending, the next ones queued behind it
 FLUSH_ROWS = 500  # responses per file at most
 FLUSH_SECONDS = 2.0  # a buffered response waits at most this long for its file
 
-Batches = Sequence[tuple[int, Sequence[dict[str, Any]]]]
+Chunks = Sequence[tuple[int, Sequence[dict[str, Any]]]]
 
 
 class ResponseWriter:
@@ -99,16 +98,16 @@ class _Answered:
 
 
 class ModelStream:
-    """One model's calls over the batches of a sweep (see the module's docstring)."""
+    """One model's calls over the chunks of a sweep (see the module's docstring)."""
 
     def __init__(self, name: str, cfg: ModelConfig, run_id: str, lake: Lake, budget: Budget,
                  sweep: SweepConfig | None = None, samples: int = 1,
-                 on_progress: Callable[..., None] | None = None, on_batch: Callable[[int], None] | None = None):
+                 on_progress: Callable[..., None] | None = None, on_chunk: Callable[[int], None] | None = None):
         sweep = sweep or SweepConfig()
         self.name, self.cfg, self.run_id, self.lake, self.budget, self.samples = name, cfg, run_id, lake, budget, samples
         # progress(n, errors=0): n requests done (sent, cached or given up), errors among them
         self.progress = on_progress or (lambda n, errors=0: None)
-        self.on_batch = on_batch or (lambda index: None)
+        self.on_chunk = on_chunk or (lambda index: None)
         self.claims = Claims(lake, run_id, sweep.claim_lease_s, sweep.claim_settle_s)
         self.route, self.sampling = route_for(cfg), cfg.sampling()
         self.embedded = cfg.model.split("/", 1)[1] if cfg.provider == "local" else ""  # its worker's name
@@ -126,28 +125,28 @@ class ModelStream:
         estimate = estimate_cost(self.caller.price, self.caller.messages(req), self.cfg.max_tokens)
         return estimate if self.budget.reserve(estimate) else None
 
-    async def run(self, batches: Batches) -> CallStats:
-        """Call every trial of ``batches`` (index, item rows); returns what was done."""
+    async def run(self, chunks: Chunks) -> CallStats:
+        """Call every trial of ``chunks`` (index, item rows); returns what was done."""
         started = time.monotonic()
         self.caller = Caller.create(self.name, self.cfg, self.run_id)
         throttled_before = self.caller.local.throttled
         self.queue = asyncio.Queue(maxsize=2 * self.cfg.concurrency)
-        # An embedded model takes its batches one at a time: a worker that died is started again
-        # for the next batch (tasks.models.embedded), so a batch must not overlap the next one.
+        # An embedded model takes its chunks one at a time: a worker that died is started again
+        # for the next chunk (tasks.models.embedded), so a chunk must not overlap the next one.
         gate = asyncio.Semaphore(1 if self.embedded else LOOKAHEAD)
 
         async def one(index: int, rows: Sequence[dict[str, Any]]) -> None:
             async with gate:
                 if self.embedded:
-                    embedded.begin_batch(self.embedded)
-                await self._batch(rows)
+                    embedded.begin_chunk(self.embedded)
+                await self._chunk(rows)
             await self.writer.drain()  # its responses are in the lake before anyone parses them
-            self.on_batch(index)
+            self.on_chunk(index)
 
-        async def every_batch() -> None:
+        async def every_chunk() -> None:
             try:
                 async with asyncio.TaskGroup() as group:
-                    for index, rows in batches:
+                    for index, rows in chunks:
                         group.create_task(one(index, rows))
             except BaseExceptionGroup as errors:
                 raise first_error(errors) from None
@@ -157,7 +156,7 @@ class ModelStream:
         try:
             # A stop lets the calls in flight finish within the grace period (their answers are
             # written below), then abandons them.
-            await stopping.wait_with_grace([asyncio.ensure_future(every_batch())])
+            await stopping.wait_with_grace([asyncio.ensure_future(every_chunk())])
         finally:
             for h in helpers:
                 h.cancel()
@@ -184,7 +183,7 @@ class ModelStream:
                 continue
             try:
                 resp = await self.caller.call(req)
-            except Exception as exc:  # noqa: BLE001 - handed to the batch waiting for it
+            except Exception as exc:  # noqa: BLE001 - handed to the chunk waiting for it
                 self.budget.settle(estimate, 0.0)
                 if not fut.done():
                     fut.set_exception(exc)
@@ -195,8 +194,8 @@ class ModelStream:
             if not fut.done():
                 fut.set_result(resp)
 
-    async def _batch(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Every trial of one batch, step by step (a chain's step k is built from step k-1's answers)."""
+    async def _chunk(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Every trial of one chunk, step by step (a chain's step k is built from step k-1's answers)."""
         trials = [
             _Trial(row=row, sample_idx=s, trial_id=trial_id(row["item_id"], asdict(self.route), self.sampling, s),
                    steps=step_plan(row))
@@ -217,7 +216,7 @@ class ModelStream:
                 raise
 
     def _requests(self, trials: list[_Trial], wave: int) -> list[tuple[_Trial, Request]]:
-        batch: list[tuple[_Trial, Request]] = []
+        asked: list[tuple[_Trial, Request]] = []
         for t in trials:
             if t.stopped or wave >= len(t.steps):
                 continue
@@ -229,23 +228,23 @@ class ModelStream:
                 self.stats.stopped += 1
                 self.progress(len(t.steps) - wave)
                 continue
-            batch.append((t, Request(trial_id=t.trial_id, item_id=t.row["item_id"], model=self.name,
+            asked.append((t, Request(trial_id=t.trial_id, item_id=t.row["item_id"], model=self.name,
                                      step=step["name"], route=self.route, messages=messages,
                                      sampling=self.sampling, sample_idx=t.sample_idx)))
-        return batch
+        return asked
 
     async def _wave(self, trials: list[_Trial], wave: int) -> None:
-        batch = self._requests(trials, wave)
-        if not batch:
+        asked = self._requests(trials, wave)
+        if not asked:
             return
         # Recorded before anything is sent: a request of the run is never answered unrecorded.
         await asyncio.to_thread(write_rows, self.lake, "requests",
-                                [request_row(self.run_id, req, wave) for _, req in batch])
-        self.stats.requests += len(batch)
-        ledger = await asyncio.to_thread(lookup_ledger, self.lake, [req.request_id for _, req in batch])
-        misses = list({req.request_id: req for _, req in batch if req.request_id not in ledger}.values())
-        self.stats.cached += len(batch) - len(misses)
-        self.progress(len(batch) - len(misses))
+                                [request_row(self.run_id, req, wave) for _, req in asked])
+        self.stats.requests += len(asked)
+        ledger = await asyncio.to_thread(lookup_ledger, self.lake, [req.request_id for _, req in asked])
+        misses = list({req.request_id: req for _, req in asked if req.request_id not in ledger}.values())
+        self.stats.cached += len(asked) - len(misses)
+        self.progress(len(asked) - len(misses))
         got = await self._answer(misses) if misses else _Answered()
         elsewhere = await asyncio.to_thread(lookup_ledger, self.lake, got.elsewhere)
         unsent = len(misses) - len(got.fresh) - len(got.elsewhere) - len(got.waiting)
@@ -258,14 +257,14 @@ class ModelStream:
         # (text, finish reason): a step cut at the token limit has no value for the next one to use
         answers = {**{k: (v["text"], v["finish_reason"]) for k, v in [*ledger.items(), *elsewhere.items()]},
                    **{r.request_id: (r.text, r.finish_reason) for r in got.fresh if r.status == "ok"}}
-        for t, req in batch:
+        for t, req in asked:
             text, finish_reason = answers.get(req.request_id, (None, None))
             if text is None:
                 t.stopped = True
                 self.progress(len(t.steps) - wave - 1)
                 continue
             step = t.steps[wave]
-            parsed = parsing.parse(step.get("answer_type") or t.row["answer_type"], text, finish_reason)
+            parsed = parsing.parse(step["answer_type"], text, finish_reason)
             t.answers[step["name"]] = {"text": text, "value": parsed.value}
 
     async def _send(self, requests: list[Request], answered: Callable[[Response], None]) -> list[Response]:
@@ -328,13 +327,13 @@ def first_error(errors: BaseExceptionGroup) -> BaseException:
     return first_error(first) if isinstance(first, BaseExceptionGroup) else first
 
 
-async def run_streams(streams: Sequence[tuple[ModelStream, Batches]],
-                      wrap: Callable[[ModelStream, Batches], Awaitable[CallStats]] | None = None) -> list[CallStats]:
+async def run_streams(streams: Sequence[tuple[ModelStream, Chunks]],
+                      wrap: Callable[[ModelStream, Chunks], Awaitable[CallStats]] | None = None) -> list[CallStats]:
     """Run hosted models' streams at the same time and embedded models' (``local/*``) one after
     another: an embedded model uses every core of this machine for each call. ``wrap(stream,
-    batches)`` runs one stream (a Prefect task run, say); by default ``stream.run(batches)``.
+    chunks)`` runs one stream (a Prefect task run, say); by default ``stream.run(chunks)``.
     One stream's error cancels the others and is raised."""
-    run = wrap or (lambda stream, batches: stream.run(batches))
+    run = wrap or (lambda stream, chunks: stream.run(chunks))
     results: dict[int, CallStats] = {}
 
     async def one(i: int) -> None:

@@ -16,8 +16,9 @@ process id that no longer exists (known at once, without waiting for the heartbe
 sweep before it starts, and while a sweep waits for requests another run has claimed) appends a
 ``crashed`` row for it and marks its Prefect flow run Crashed if that is still Running.
 
-Every kind of run (sweep, rescore, both imports) goes through :class:`Run`, gets its id from
-:func:`new_run_id` and ends with :func:`rebuild_catalog`, so they differ only in their work.
+Every kind of run (sweep, rescore, both imports) begins with :func:`begin` (a new id, this Prefect
+flow run's id, the ``running`` row), runs its work inside ``with`` the :class:`Run` it returns and
+ends with :func:`rebuild_catalog`, so they differ only in their work.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import threading
 import uuid
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Sequence
 
 import duckdb
 
@@ -40,7 +41,7 @@ from tasks.lake.catalog import build_catalog
 from tasks.lake.compact import compact_written
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
-from tasks.records import now_utc
+from tasks.records import canonical_json, now_utc
 from tasks.runs import stopping
 
 # A live run writes a heartbeat row this often...
@@ -170,6 +171,11 @@ class Run:
             except Exception:  # noqa: BLE001 - a missed heartbeat must not end the run; the next may land
                 log.warning("run %s: heartbeat not written", self.run_id, exc_info=True)
 
+    def count(self, **counts: Any) -> None:
+        """Keep ``counts`` for every later row, the final one included, without writing a row now."""
+        with self._lock:
+            self._counts.update(counts)
+
     def heartbeat(self, **counts: Any) -> None:
         """Write a ``running`` row now (the background thread does this every ``heartbeat_s``)."""
         with self._lock:
@@ -211,6 +217,17 @@ class Run:
             self._thread.join()
         # The run's rows are all written: its many small files become one per table and day.
         compact_written(self.lake)
+
+
+def begin(lake: Lake, kind: str, *, config: str, models: Sequence[str], run_id: str | None = None,
+          **counts: Any) -> Run:
+    """A new run of ``kind`` (id ``run_id``, else :func:`new_run_id`) in this Prefect flow run,
+    started with ``counts``; ``config`` is its configuration as canonical JSON. Used as ``with
+    begin(...) as run:``, the block's exception ends the run ``failed`` (``cancelled`` when a stop
+    was requested) and a block that did not end it ends it ``completed``."""
+    run = Run(lake, run_id or new_run_id(), kind, config=config, models=canonical_json(list(models)),
+              flow_run_id=flow_run_id())
+    return run.start(**counts)
 
 
 def stale_runs(lake: Lake) -> list[dict[str, Any]]:

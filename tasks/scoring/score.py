@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_table
-from tasks.records import now_utc
+from tasks.records import n_steps_sql, now_utc, step_answer_type
 from tasks.scoring import parse as parsing
 from tasks.scoring.selection import Selection
 
@@ -60,29 +60,25 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
             f"""
             -- distinct before the texts join in: the ledger holds one response per request
             WITH asked AS (
-                SELECT DISTINCT rr.request_id, rr.step, i.answer_type AS item_answer_type, i.steps
+                SELECT DISTINCT rr.request_id, rr.step, i.answer_type AS item_answer_type, i.solver, i.steps
                 FROM run_requests rr JOIN items i ON i.item_id = rr.item_id
                 WHERE {where}
             )
-            SELECT l.response_id, a.request_id, l.text, l.finish_reason, a.step, a.item_answer_type, a.steps
+            SELECT l.response_id, a.request_id, l.text, l.finish_reason, a.step, a.item_answer_type, a.solver, a.steps
             FROM asked a JOIN ledger l ON l.request_id = a.request_id AND l.status = 'ok'
             """,
             params=params,
         ).to_arrow_table()
         con.register("selected", selected)
-        step_types = []
-        for item_type, steps, step in con.sql("SELECT DISTINCT item_answer_type, steps, step FROM selected").fetchall():
-            answer_type = parsing.step_answer_type(item_type, steps, step)
-            step_types.append((item_type, steps, step, answer_type, parsing.parser_version(answer_type)))
-        con.register("step_types", _strings(step_types, ("item_answer_type", "steps", "step", "answer_type",
-                                                         "parser_version")))
+        con.register("step_types", _step_types(con))
         # one row per response and parser version that has no parse yet
         todo = con.sql(
             """
             SELECT s.response_id, s.request_id, s.text, s.finish_reason, t.answer_type, t.parser_version
             FROM selected s
             JOIN step_types t ON t.item_answer_type IS NOT DISTINCT FROM s.item_answer_type
-                AND t.steps IS NOT DISTINCT FROM s.steps AND t.step IS NOT DISTINCT FROM s.step
+                AND t.solver IS NOT DISTINCT FROM s.solver AND t.steps IS NOT DISTINCT FROM s.steps
+                AND t.step IS NOT DISTINCT FROM s.step
             WHERE NOT EXISTS (SELECT 1 FROM all_parses p
                               WHERE p.response_id = s.response_id AND p.parser_version = t.parser_version)
             QUALIFY row_number() OVER (PARTITION BY s.response_id, t.parser_version) = 1
@@ -108,6 +104,17 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
         ).to_arrow_table()
     write_table(lake, "parses", _stamped(out))
     return StageStats(examined=selected.num_rows, written=out.num_rows)
+
+
+def _step_types(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """The answer type and parser version of each distinct step (item answer type, solver, steps,
+    step name) of the registered ``selected`` responses."""
+    rows = []
+    for item_type, solver, steps, step in con.sql(
+            "SELECT DISTINCT item_answer_type, solver, steps, step FROM selected").fetchall():
+        answer_type = step_answer_type({"answer_type": item_type, "solver": solver, "steps": steps}, step)
+        rows.append((item_type, solver, steps, step, answer_type, parsing.parser_version(answer_type)))
+    return _strings(rows, ("item_answer_type", "solver", "steps", "step", "answer_type", "parser_version"))
 
 
 def judge(answer_type: str, gold: str, n_steps: int, steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -173,9 +180,8 @@ def _trials_with_steps(con: duckdb.DuckDBPyConnection, where: str, params: list[
             SELECT req.trial_id, any_value(req.item_id) AS item_id, any_value(req.model) AS model,
                    any_value(req.sample_idx) AS sample_idx, any_value(i.gold) AS gold,
                    any_value(i.answer_type) AS answer_type,
-                   -- the steps a trial must answer: every step of a chain, else one
-                   CASE WHEN any_value(i.solver) = 'chain'
-                        THEN json_array_length(coalesce(any_value(i.steps), '[]')) ELSE 1 END::BIGINT AS n_steps,
+                   -- the steps a trial must answer (tasks.records.step_plan)
+                   ({n_steps_sql("any_value(i.solver)", "any_value(i.steps)")})::BIGINT AS n_steps,
                    list_sort(list({{'step_index': req.step_index, 'response_id': l.response_id,
                                     'response_status': l.status, 'parse_status': p.status,
                                     'value': p.value}})) AS steps

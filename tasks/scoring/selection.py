@@ -1,7 +1,7 @@
 """Which stored trials a stage works on: by run, model, suite, item or date.
 
 The parse and score stages (and re-scoring) take a :class:`Selection` rather than rows, so the
-same code serves a sweep batch (run and items) and a re-score of any slice of the warehouse.
+same code serves a sweep's chunk (run and items) and a re-score of any slice of the warehouse.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The suite registry: each suite module exposes ``TASKS: dict[str, TaskSpec]``.
 
-Adding a suite is one module with a ``TASKS`` mapping and one line in ``SUITES``.
+Adding a suite is one module with a ``TASKS`` mapping, one line in ``SUITES`` and one in
+``ANSWER_TYPES``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ SUITES: dict[str, str] = {
     "lissard": "tasks.suites.lissard",
     "geometry": "tasks.suites.geometry",
 }
+# The answer type of every item a suite generates (of its final step, for a chain): the parser of
+# the answer (tasks/scoring/parse/). The suites stamp it on their items, imports of their tasks use it.
+ANSWER_TYPES: dict[str, str] = {"symmetry": "integer", "lissard": "text", "geometry": "math"}
 
 
 def suite_tasks(suite: str) -> dict[str, TaskSpec]:

@@ -83,12 +83,3 @@ def answer_key(answer_type: str, value: str | None) -> str | None:
     module = parser_for(answer_type)
     return module.answer_key(value) if hasattr(module, "answer_key") else value
 
-
-def step_answer_type(item_answer_type: str, steps_json: str | None, step: str) -> str:
-    """The answer type of one step of an item: the step's own, else the item's."""
-    import json
-
-    for s in json.loads(steps_json or "[]"):
-        if s["name"] == step and s.get("answer_type"):
-            return s["answer_type"]
-    return item_answer_type

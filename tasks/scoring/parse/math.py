@@ -14,41 +14,10 @@ exists but is unparsable, because that source is the model's declared answer):
 Math-looking runs and the canonical value (``Parsed.value``: a decimal string as given, else the
 exact value printed by sympy) are :mod:`tasks.scoring.parse.math_expression`'s.
 
-Matching (``VERSION = "2"``), for :func:`matches`; exact golds keep rule 1, decimal golds follow
-rule 2 (rule 2 is new in version 2; version 1 compared a decimal gold like any decimal, by equality):
-
-Rule 1, an exact gold ``x`` (generated golds; any gold without a decimal point):
-
-* an exact answer matches when it is symbolically equal (``2*sqrt(5)`` = ``sqrt(20)``);
-* a decimal answer ``d`` matches when ``d == x`` exactly (``1.5`` = ``3/2``, ``12.0`` = ``12``), or,
-  only when ``x`` has no terminating decimal expansion (an irrational number, or a rational such
-  as ``1/3``), when ``d`` has at least 3 significant digits and ``|x − d| ≤ ½·10^(−k)``, k the
-  number of digits after ``d``'s decimal point: ``d`` is ``x`` correctly rounded at ``d``'s last
-  digit (``4.47`` ~ ``2√5``, ``0.333`` ~ ``1/3``, ``25.13`` ~ ``8π``; ``4.4`` has 2 significant
-  digits and never matches ``2√5``; ``0.666`` is a truncation, not a rounding, of ``2/3`` and does
-  not match). Significant digits count from the first non-zero digit and include trailing zeros
-  (``4.470`` claims 4 and fails against ``2√5``). A terminating rational gold (``5/4``) demands
-  the exact decimal (``1.25``), never a rounding.
-
-Rule 2, a decimal gold ``g`` (imported sets such as GeoRepEval write golds as ``3.162``,
-``54.74``): ``g`` is an approximation, known to its last written digit. An answer ``a`` (decimal,
-or exact: ``sqrt(10)``, ``2*sqrt(3)``, ``3/2``, a number of degrees) matches when
-
-* ``a == g`` outright (``1.5`` = ``1.50`` = ``3/2`` against ``1.5``), or
-* the two agree at the coarser of their precisions and that precision keeps at least 3
-  significant digits: with ``c`` the one of ``a`` and ``g`` with fewer decimal places (``g``
-  when ``a`` is exact), ``c`` has at least 3 significant digits as written and
-  ``|a − g| ≤ ½·10^(−k)``, k = ``c``'s decimal places.
-
-So ``54.7356`` and ``54.74`` match (``54.7356`` rounds to ``54.74``), as do ``17.3205`` and
-``17.32``, ``3.16`` and ``3.162`` (``3.162`` rounds to ``3.16``), ``4.47`` and ``4.472``,
-``sqrt(10)`` and ``3.162``; one unit off in the last place does not (``54.73`` vs ``54.74``,
-``3.17`` vs ``3.162``), nor does an answer too coarse to tell (``3.2`` vs ``3.162``: 2
-significant digits). A gold of fewer than 3 significant digits (``0.5``) is matched only by an
-equal answer. The bound is inclusive: a gold that is itself a tie at the answer's precision
-(``3.165``) accepts either rounding, since the true value may lie on either side.
-
-Angles are numbers of degrees: ``π/2`` does not match ``90``.
+Matching (:func:`matches`): rule 1 for an exact gold (every generated gold; any gold written
+without a decimal point), rule 2 for a gold written as a decimal (imported sets). Both rules, with
+their examples, are stated once, in docs/scoring.md#rule-1 and docs/scoring.md#rule-2; rule 2 is
+new in parser version 2 (version 1 compared a decimal gold like any decimal, by equality).
 
 Answer key (:func:`answer_key`, stored with every parse for Consistency@k): a canonical form in
 which equal values are equal strings. A value with a terminating decimal expansion is its shortest

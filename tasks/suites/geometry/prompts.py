@@ -24,9 +24,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tasks.records import Item, Step
+from tasks.suites import ANSWER_TYPES
 from tasks.suites.base import Bin, GeneratorError, TaskSpec, make_item
 
 STYLES = ("direct", "json", "convert_then_solve")
+ANSWER_TYPE = ANSWER_TYPES["geometry"]
 
 _EXACT = (
     "Give the exact value (an integer, a fraction, a simplified radical or a multiple of π; "
@@ -73,7 +75,7 @@ def style_items(
     """The items of one rendering, one per prompt style (convert_then_solve skips ``euclid``)."""
     common = dict(
         family=family, variant=representation, key_entities=key_entities, bin=bin, gold=gold,
-        answer_type="math", seed=seed, category=category, params=params,
+        answer_type=ANSWER_TYPE, seed=seed, category=category, params=params,
     )
     items = []
     for style in styles:
@@ -83,6 +85,6 @@ def style_items(
             items.append(make_item(spec, prompt_style=style, user=f"{problem}\n\n{JSON}", **common))
         elif representation != "euclid":
             convert = CONVERT.replace("{problem}", problem)
-            steps = (Step("convert", convert, answer_type="text"), Step("solve", SOLVE, answer_type="math"))
+            steps = (Step("convert", convert, answer_type="text"), Step("solve", SOLVE, answer_type=ANSWER_TYPE))
             items.append(make_item(spec, prompt_style=style, user=convert, steps=steps, **common))
     return items

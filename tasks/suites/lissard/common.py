@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any, Callable, Sequence
 
 from tasks.records import Item
+from tasks.suites import ANSWER_TYPES
 from tasks.suites.base import (
     Bin,
     GeneratorError,
@@ -31,6 +32,7 @@ from tasks.suites.base import (
 SUITE = "lissard"
 DATA_DIR = Path(__file__).parent / "data"
 ANSWER_PREFIX = "Output:"
+ANSWER_TYPE = ANSWER_TYPES[SUITE]
 OUTPUT_RULE = f'Finish your reply with one final line of the form "{ANSWER_PREFIX} <answer>".'
 
 # Redraw budgets: a bin whose problem space is nearly exhausted fails loudly instead of looping.
@@ -148,7 +150,7 @@ def generate_items(
                     bin=b,
                     user=problem.question,
                     gold=problem.gold,
-                    answer_type="text",
+                    answer_type=ANSWER_TYPE,
                     seed=seed,
                     system=instruction,
                     params=problem.params,

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from tasks.records import Item, Step
+from tasks.suites import ANSWER_TYPES
 from tasks.suites.base import Bin, GeneratorError, TaskSpec, make_item
 
 SUITE = "symmetry"
-ANSWER_TYPE = "integer"
+ANSWER_TYPE = ANSWER_TYPES[SUITE]
 
 # Both styles end on the same answer line, so one integer parser reads either.
 PROMPT_STYLES: dict[str, str] = {

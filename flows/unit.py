@@ -1,7 +1,7 @@
-"""Scale-out: a sweep's (model, batch) units as flow runs that any worker on the pool may run.
+"""Scale-out: a sweep's (model, chunk) units as flow runs that any worker on the pool may run.
 
 ``sweep(dispatch=True)`` generates, validates and stores the items as usual, then creates one
-flow run of the ``sweep-batch/batch`` deployment per unit (:func:`dispatch_units`). A unit reads
+flow run of the ``sweep-unit/unit`` deployment per unit (:func:`dispatch_units`). A unit reads
 its items from the lake by id, and runs call → parse → score exactly as a local sweep does
 (:func:`flows.stages.run_unit`, which streams the unit's requests as a local sweep streams a
 model's: :mod:`tasks.models.stream`). Each request belongs to exactly one unit and the ledger
@@ -11,7 +11,7 @@ per request, also when a unit is run again after a crash.
 Workers on several machines must see the same lake (``warehouse.lake`` on shared storage) and the
 same configuration file path (relative to the repository checkout, or on shared storage). The
 parent reads the run's totals from the lake, not from the units' results: those stay on the
-machine that computed them.
+machine that computed them (:func:`tasks.models.call.run_totals`).
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from tasks.environment import apply_defaults
 from tasks.lake.compact import compact_written
 from tasks.lake.lake import Lake
 from tasks.models import embedded
-from tasks.models.call import CallStats
+from tasks.models.call import CallStats, run_totals
 from tasks.runs import stopping
 
-BATCH_DEPLOYMENT = "sweep-batch/batch"
+UNIT_DEPLOYMENT = "sweep-unit/unit"
 POLL_SECONDS = 2.0
 
 
@@ -58,16 +58,16 @@ def load_items(lake: Lake, item_ids: Sequence[str]) -> list[dict[str, Any]]:
     by_id = {r["item_id"]: r for r in rows}
     missing = [i for i in item_ids if i not in by_id]
     if missing:
-        raise RuntimeError(f"{len(missing)} item(s) of this batch are not in the lake {lake} (first: {missing[0]}); "
+        raise RuntimeError(f"{len(missing)} item(s) of this chunk are not in the lake {lake} (first: {missing[0]}); "
                            "workers on several machines need warehouse.lake on shared storage")
     return [by_id[i] for i in item_ids]
 
 
-@flow(name="sweep-batch", log_prints=False)
+@flow(name="sweep-unit", log_prints=False)
 @stopping.stoppable
-def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_id: str, model: str,
+def sweep_unit(config_path: str | None, overrides: dict[str, Any] | None, run_id: str, model: str,
                 index: int, item_ids: list[str]) -> dict[str, Any]:
-    """One (model, batch) unit of a dispatched sweep: call, parse and score; returns the call stats.
+    """One (model, chunk) unit of a dispatched sweep: call, parse and score; returns the call stats.
 
     Fails (after storing what it has) when an embedded model's worker process died during it.
     """
@@ -87,23 +87,6 @@ def sweep_batch(config_path: str | None, overrides: dict[str, Any] | None, run_i
     embedded.check_crashes(crashes_before)
     stopping.raise_if_requested()  # what it answered is stored; the flow run ends Cancelled
     return asdict(stats)
-
-
-def lake_totals(lake: Lake, run_id: str) -> dict[str, CallStats]:
-    """A run's call totals per model from the lake: requests recorded, responses received, errors
-    among them, and requests still waiting in batch jobs the run submitted."""
-    rows = lake.read("""
-        WITH req AS (SELECT model, count(*) AS requests FROM run_requests WHERE run_id = $1 GROUP BY model),
-             got AS (SELECT model, count(*) AS sent, count(*) FILTER (WHERE status = 'error') AS errors
-                     FROM responses WHERE run_id = $1 GROUP BY model),
-             wait AS (SELECT model, count(*) AS waiting FROM batch_jobs, unnest(request_ids) AS t(request_id)
-                      WHERE run_id = $1 AND status <> 'stored' GROUP BY model)
-        SELECT model, requests, coalesce(sent, 0) AS sent, coalesce(errors, 0) AS errors,
-               coalesce(waiting, 0) AS waiting
-        FROM req LEFT JOIN got USING (model) LEFT JOIN wait USING (model)""",
-               [run_id])
-    return {r["model"]: CallStats(requests=r["requests"], sent=r["sent"], errors=r["errors"], waiting=r["waiting"],
-                                  cached=r["requests"] - r["sent"] - r["waiting"]) for r in rows}
 
 
 def _runs(ids: list[Any], states: set[StateType]) -> FlowRunFilter:
@@ -135,26 +118,26 @@ def wait_for(ids: list[Any], on_done: Callable[[int], None]) -> list[FlowRun]:
 
 
 def dispatch_units(lake: Lake, config_path: str | None, overrides: dict[str, Any] | None, run_id: str,
-                   units: list[tuple[str, int]], batches: list[list[dict[str, Any]]],
+                   units: list[tuple[str, int]], chunks: list[list[dict[str, Any]]],
                    on_done: Callable[[int], None]) -> dict[str, CallStats]:
-    """Create one ``sweep-batch`` flow run per unit, wait for all, and return the run's totals per model.
+    """Create one ``sweep-unit`` flow run per unit, wait for all, and return the run's totals per model.
 
     Raises RuntimeError naming the units whose flow run did not complete.
     """
     runs = [
         run_deployment(
-            BATCH_DEPLOYMENT, timeout=0, flow_run_name=f"{model}-batch-{i}",
+            UNIT_DEPLOYMENT, timeout=0, flow_run_name=f"{model}-chunk-{i}",
             # The same unit of the same run is one flow run, even if this loop is retried.
             idempotency_key=f"{run_id}/{model}/{i}",
             parameters={"config_path": config_path, "overrides": overrides, "run_id": run_id, "model": model,
-                        "index": i, "item_ids": [r["item_id"] for r in batches[i]]},
+                        "index": i, "item_ids": [r["item_id"] for r in chunks[i]]},
         )
         for model, i in units
     ]
     failed = wait_for([r.id for r in runs], on_done)
     if failed and not stopping.requested():  # a stopped sweep ends `cancelled` with what its units did
         # The state's message carries the unit's error (a dead embedded model names its signal).
-        raise RuntimeError("batch flow run(s) did not complete: " + "; ".join(
+        raise RuntimeError("unit flow run(s) did not complete: " + "; ".join(
             f"{r.name} ({r.state_name}{': ' + r.state.message if r.state and r.state.message else ''})"
             for r in failed))
-    return lake_totals(lake, run_id)
+    return run_totals(lake, run_id)
