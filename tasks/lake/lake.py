@@ -29,7 +29,7 @@ class Lake:
     It is passed where the lake is used: :meth:`connect` is the one way to get a connection that
     reads it, :meth:`read` one query over it; ``tasks.lake.writes`` appends to it and
     ``tasks.lake.compact`` merges what this process wrote to it. ``Lake(location)`` gives the same
-    object each time in a process (see ``_OPEN``), and it pickles as its location and mode: a
+    object each time in a process (see ``_OPEN``), and it pickles as its location, mode and limits: a
     Prefect task that takes it, or a cache key that hashes it, sees the location, never a
     connection. Flow parameters stay the configuration's strings; the flow builds the Lake
     (:meth:`of`).
