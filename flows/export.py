@@ -29,7 +29,7 @@ def selected_rows(cfg: Config) -> list[dict[str, Any]]:
         dataset, items = generate_task(suite, task, cfg.task_params(suite, task), cfg.sweep.seed)
         rows.extend(item_row(i, dataset) for i in items)
     if cfg.sweep.datasets:
-        rows.extend(load_datasets.fn(Lake(cfg.lake_path), cfg.sweep.datasets))
+        rows.extend(load_datasets.fn(Lake.of(cfg), cfg.sweep.datasets))
     return dedupe(rows)[0]
 
 
@@ -38,5 +38,5 @@ def export_items(cfg: Config, fmt: str, out: Path) -> dict[str, Any]:
     ValidationFailed, ConfigError or GeneratorError before anything is written."""
     rows = selected_rows(cfg)
     validate_items(rows, batch_name="export", distinct_problems=True)
-    stored = write_new_items(Lake(cfg.lake_path), rows)
+    stored = write_new_items(Lake.of(cfg), rows)
     return {**EXPORTERS[fmt](rows, out), "items": len(rows), "stored": stored, "out": str(out)}

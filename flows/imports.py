@@ -38,7 +38,7 @@ def import_responses(file: str, model: str, config_path: str | None = None,
     apply_defaults()
     cfg = load_config(config_path, overrides)
     plan = plan_import(Path(file), model)
-    summary = _store_run(Lake(cfg.lake_path), plan, run_config(plan))
+    summary = _store_run(Lake.of(cfg), plan, run_config(plan))
     lifecycle.rebuild_catalog(cfg)
     return summary
 
@@ -60,7 +60,7 @@ def import_foreign(source: str, fmt: str, mapping: str | None = None, config_pat
     run per model (:mod:`tasks.interop`); returns the runs' summaries and the samples left out."""
     apply_defaults()
     cfg = load_config(config_path, overrides)
-    lake = Lake(cfg.lake_path)
+    lake = Lake.of(cfg)
     planned = plan_foreign(Path(source), fmt, lake, Path(mapping) if mapping else None)
     runs = [_store_run(lake, plan, canonical_json({
         **json.loads(run_config(plan)), "format": fmt, "mapping": mapping,
@@ -88,7 +88,7 @@ def import_families(file: str, prompt_styles: Sequence[str], config_path: str | 
     dataset, rows = plan_families(file, prompt_styles)
     families = len({r["family_id"] for r in rows})
     config = canonical_json({"source": file, "prompt_styles": list(prompt_styles), "dataset_id": dataset})
-    lake = Lake(cfg.lake_path)
+    lake = Lake.of(cfg)
     with lifecycle.begin(lake, "import-families", config=config, models=[], n_items=len(rows)) as run:
         written = write_new_items(lake, rows)
         write_memberships(lake, dataset, [r["item_id"] for r in rows])

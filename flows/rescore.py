@@ -61,7 +61,7 @@ def rescore(config_path: str | None = None, runs: Sequence[str] = (), models: Se
     apply_defaults()
     logger = get_run_logger()
     cfg = load_config(config_path, overrides)
-    lake = Lake(cfg.lake_path)
+    lake = Lake.of(cfg)
     selection = selection_of(runs, models, suites, since)
     described = {
         "run_ids": list(selection.run_ids), "models": list(selection.models), "suites": list(selection.suites),

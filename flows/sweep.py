@@ -55,7 +55,7 @@ def compute_statistics(cfg: Config) -> dict[str, Any]:
     )
 
     with progress.stage("statistics", 1) as advance:
-        summary = compute_stats(Lake(cfg.lake_path), resamples=cfg.sweep.bootstrap_resamples, seed=cfg.sweep.seed)
+        summary = compute_stats(Lake.of(cfg), resamples=cfg.sweep.bootstrap_resamples, seed=cfg.sweep.seed)
         advance(1)
     return summary
 
@@ -142,7 +142,7 @@ def prepare_items(cfg: Config) -> tuple[list[dict[str, Any]], list[list[dict[str
     validated chunk by chunk, before anything is written. Returns the rows, their chunks and the
     families dropped for repeating a prompt of another."""
     logger = get_run_logger()
-    lake, size = Lake(cfg.lake_path), cfg.sweep.batch_size
+    lake, size = Lake.of(cfg), cfg.sweep.batch_size
     rows: list[dict[str, Any]] = []
     selected = cfg.selected_tasks()
     with progress.stage("generate", len(selected)) as advance:
@@ -170,7 +170,7 @@ def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
     """The run, started (its `running` row written) once the lake is usable, the stale runs of
     earlier processes are marked crashed and no stop was asked for."""
     logger = get_run_logger()
-    lake = Lake(cfg.lake_path)
+    lake = Lake.of(cfg)
     lake.ensure()  # an unusable lake (wrong credentials, no bucket) stops here, before anything is written
     # Runs of earlier processes that died without a word (SIGKILL, power loss) end here as
     # `crashed`; after validation, so that a sweep stopped by it has written nothing at all.
@@ -188,7 +188,7 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, chunks: list[list[d
     is answered), rebuild the catalog, then the statistics and report with ``sweep.report``. The
     run ends `completed`, `waiting` (batch jobs still running) or as the exception that stopped it.
     Returns the run summary and the call totals."""
-    lake = Lake(cfg.lake_path)
+    lake = Lake.of(cfg)
     crashes_before = len(embedded.crashes())
     with run:  # an exception ends the run failed or cancelled, with the counts kept so far
         with progress.stage("store items", len(chunks)) as advance:
@@ -223,7 +223,7 @@ def summarize(cfg: Config, run: lifecycle.Run, n_items: int, dropped_families: l
               per_model: dict[str, CallStats], totals: CallStats, catalog: Path) -> dict[str, Any]:
     """The run summary: what was sent, the headline table, the report (drawn here with
     ``sweep.report``), cost, concurrency and each model's stream."""
-    lake, run_id = Lake(cfg.lake_path), run.run_id
+    lake, run_id = Lake.of(cfg), run.run_id
     table = headline(lake, run_id)
     report = None
     if cfg.sweep.report:

@@ -74,7 +74,7 @@ def sweep_unit(config_path: str | None, overrides: dict[str, Any] | None, run_id
     apply_defaults()
     cfg = load_config(config_path, overrides)
     stopping.configure(cfg.sweep.stop_grace_s, cfg.sweep.cancel_poll_s)
-    lake = Lake(cfg.lake_path)
+    lake = Lake.of(cfg)
     rows = load_items(lake, item_ids)
     crashes_before = len(embedded.crashes())
     try:

@@ -64,6 +64,8 @@ CASES = [
     ("cfg-negative-step", "sweep -c {d}/negative_step.toml", "n_step: -10 must be at least 1"),
     ("cfg-unknown-model", "sweep -c {d}/unknown_model.toml", "nosuchmodel"),
     ("cfg-unknown-dataset", "sweep -c {d}/unknown_dataset.toml", "no stored dataset deadbeef"),
+    ("cfg-bad-memory-limit", "sweep -c {d}/bad_memory.toml", "warehouse.memory_limit: 'lots' is not a size"),
+    ("cfg-spill-in-s3", "sql 'SELECT 1' -c {d}/spill_url.toml", "warehouse.spill_dir: 's3://b/spill' is a URL"),
     # sweep flags
     ("sweep-unknown-suite", "sweep -c {cfg} --suite nosuch", "--suite: "),
     ("sweep-unknown-task", "sweep -c {cfg} --task nosuch", "nosuch"),
@@ -122,6 +124,8 @@ def write_files(d: Path, wh: Path) -> Path:
     write_config(d / "negative_step.toml", {**base, "suites.symmetry.params.closure": {"n_step": -10}})
     write_config(d / "unknown_model.toml", {**base, "sweep": {**base["sweep"], "models": ["nosuchmodel"]}})
     write_config(d / "unknown_dataset.toml", {**base, "sweep": {**base["sweep"], "datasets": ["deadbeef"]}})
+    write_config(d / "bad_memory.toml", {**base, "warehouse": {**base["warehouse"], "memory_limit": "lots"}})
+    write_config(d / "spill_url.toml", {**base, "warehouse": {**base["warehouse"], "spill_dir": "s3://b/spill"}})
     return write_config(d / "good.toml", base)
 
 

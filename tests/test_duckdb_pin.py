@@ -89,7 +89,8 @@ def test_library_shell_and_extensions_are_one_version():
     engine.check_versions()
     binary = engine.shell_binary()
     assert engine.shell_version(binary) == duckdb.__version__
-    assert engine.shell_command(Path("c.duckdb")) == [str(binary), "-readonly", "c.duckdb"]
+    command = engine.shell_command(Path("c.duckdb"), engine.Limits())  # the product's limits first (-cmd)
+    assert [c for c in command if not c.startswith("SET ")] == [str(binary), "-readonly", "-cmd", "c.duckdb"]
     # Loaded by path, with autoinstall and autoload off: nothing can come from the network.
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     for name in engine.EXTENSIONS:

@@ -301,7 +301,7 @@ def test_a_missing_shared_limit_stops_the_call_stage(ops, tmp_path, monkeypatch)
         dataset, items = generate_task("symmetry", "closure", cfg.task_params("symmetry", "closure"), 0)
         rows = [item_row(i, dataset) for i in items]
         with pytest.raises(SharedLimitError, match="invarbench-never-deployed-concurrency"):
-            run_calls(rows, "never-deployed", cfg.model("never-deployed"), "r1", Lake(cfg.lake_path))
+            run_calls(rows, "never-deployed", cfg.model("never-deployed"), "r1", Lake.of(cfg))
         assert fake.state.seen == []
 
         # The acquisition itself is strict too (a limit deleted after the batch started).

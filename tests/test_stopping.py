@@ -257,7 +257,7 @@ def test_the_call_stage_starts_no_new_call_and_keeps_those_in_flight(tmp_path):
                 before = len(state.seen)
                 stopper = threading.Thread(target=stop_when_sent, args=(before + 4,))
                 stopper.start()
-                stats = run_calls(rows, "fake", cfg.model("fake"), "r1", Lake(cfg.lake_path), sweep=cfg.sweep)
+                stats = run_calls(rows, "fake", cfg.model("fake"), "r1", Lake.of(cfg), sweep=cfg.sweep)
                 stopper.join()
                 assert len(state.seen) - before == 4  # the 4 in flight; no new call after the stop
                 stored = lake_query(home, "SELECT count(*) AS n FROM responses")[0]["n"]

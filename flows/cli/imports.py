@@ -53,7 +53,7 @@ def _import_foreign(source: Path, fmt: str, mapping: Optional[Path], config: Opt
     from tasks.interop import plan_foreign
     from tasks.lake.lake import Lake
 
-    lake = Lake(cfg.lake_path)
+    lake = Lake.of(cfg)
     try:  # checked here, before the flow starts Prefect, as a table import is
         plan_foreign(source, fmt, lake, mapping)
     except ImportRejected as exc:
@@ -118,7 +118,7 @@ def import_responses(
     except ImportRejected as exc:
         fail(str(exc))
     summary = import_flow(str(file), model, str(config) if config else None)
-    print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(Lake(cfg.lake_path), summary["run_id"])],
+    print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in headline(Lake.of(cfg), summary["run_id"])],
                title=f"run {summary['run_id']}: accuracy per task and bin")
     types = ", ".join(f"{task}: {t}" for task, t in sorted(summary["answer_types"].items()))
     console.print(f"{summary['message']}\n{summary['items']} items, {summary['requests']} requests; "

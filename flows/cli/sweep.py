@@ -40,7 +40,7 @@ def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[
         if cfg.sweep.datasets:
             from tasks.lake.lake import Lake
 
-            check_stored(Lake(cfg.lake_path), "sweep.datasets", cfg.sweep.datasets)
+            check_stored(Lake.of(cfg), "sweep.datasets", cfg.sweep.datasets)
         check_generators(cfg)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))

@@ -57,7 +57,7 @@ def sql(
     try:
         # Rebuilt first when built for another lake (a copied or moved warehouse) or older sql/;
         # read-only, so that read-only credentials do (the catalog is a local file of views).
-        con = open_catalog(catalog, Lake(cfg.lake_path, read_only=True))
+        con = open_catalog(catalog, Lake.of(cfg, read_only=True))
     except LakeError as exc:
         fail(str(exc))
     except duckdb.IOException as exc:
@@ -91,12 +91,12 @@ def shell(config: Optional[Path] = ConfigOpt) -> None:
         init = None
         try:
             # Rebuilt first when missing, written by another DuckDB, or built for another lake or sql/.
-            lake = Lake(cfg.lake_path)
+            lake = Lake.of(cfg)
             open_catalog(cfg.catalog_path, lake).close()
             if lake.is_url:  # credentials in a private file, never on a command line
                 init = Path(tmp) / "init.sql"
                 init.write_text(s3_shell_sql(cfg.warehouse.endpoint_url, cfg.warehouse.region), encoding="utf-8")
-            command = shell_command(cfg.catalog_path, init)
+            command = shell_command(cfg.catalog_path, lake.limits, init)
         except (ConfigError, LakeError) as exc:
             fail(str(exc))
         except duckdb.IOException as exc:
@@ -121,7 +121,7 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, min=1
     if fmt not in ("table", "csv", "json"):
         fail(f"--format {fmt}: expected table, csv or json")
     cfg = load(config, suites=False)
-    rows = list_runs(Lake(cfg.lake_path, read_only=True), limit)
+    rows = list_runs(Lake.of(cfg, read_only=True), limit)
     if fmt == "table":  # cents are too coarse for small runs
         rows = [{**r, "cost_usd": None if r["cost_usd"] is None else f"{r['cost_usd']:.6f}"} for r in rows]
     emit_rows(rows, fmt, title="runs")
@@ -144,7 +144,7 @@ def compact(config: Optional[Path] = ConfigOpt,
     day = parse_date("--before", before)
     cfg = load(config, suites=False)
     with progress_bars():
-        stats = compact_lake(Lake(cfg.lake_path), day)
+        stats = compact_lake(Lake.of(cfg), day)
     console.print(f"merged {stats.merged} file(s) into {stats.written}; deleted {stats.deleted} file(s)",
                   highlight=False)
 
@@ -183,7 +183,7 @@ def rescore(
     cfg = load(config)
     try:
         for option, values in (("--run", run), ("--model", model), ("--suite", suite)):
-            check_stored(Lake(cfg.lake_path), option, list(values or []))
+            check_stored(Lake.of(cfg), option, list(values or []))
     except ConfigError as exc:
         fail(str(exc))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")

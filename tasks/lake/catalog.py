@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from tasks.lake.engine import connect
 from tasks.lake.filesystem import register_lake
 from tasks.lake.lake import Lake
 from tasks.lake.sql import SQL_DIR, sql_files
@@ -36,17 +37,17 @@ def _catalog_stamp(lake: Lake) -> tuple[str, str]:
 _OTHER_STORAGE = re.compile(r"created with an? (?:newer|older) version|version number \d")
 
 
-def _open_writable(catalog: Path, attempts: int) -> duckdb.DuckDBPyConnection:
+def _open_writable(catalog: Path, lake: Lake, attempts: int) -> duckdb.DuckDBPyConnection:
     for attempt in range(attempts):
         try:
-            return duckdb.connect(str(catalog))
+            return connect(str(catalog), lake.limits)
         except duckdb.IOException as exc:
             if _OTHER_STORAGE.search(str(exc)):
                 # Views only: the Parquet lake is the truth, so a catalog this DuckDB cannot read is
                 # replaced, not a reason to fail.
                 for path in (catalog, catalog.with_name(catalog.name + ".wal")):
                     path.unlink(missing_ok=True)
-                return duckdb.connect(str(catalog))
+                return connect(str(catalog), lake.limits)
             if attempt == attempts - 1:
                 raise
             time.sleep(0.25)
@@ -61,7 +62,7 @@ def build_catalog(catalog: Path, lake: Lake, attempts: int = 20) -> Path:
     """
     lake.ensure()
     catalog.parent.mkdir(parents=True, exist_ok=True)
-    con = _open_writable(catalog, attempts)
+    con = _open_writable(catalog, lake, attempts)
     try:
         lake.create_views(con)
         root, digest = _catalog_stamp(lake)
@@ -73,7 +74,7 @@ def build_catalog(catalog: Path, lake: Lake, attempts: int = 20) -> Path:
 
 def _catalog_is_current(catalog: Path, lake: Lake) -> bool:
     try:
-        con = duckdb.connect(str(catalog), read_only=True)
+        con = connect(str(catalog), lake.limits, read_only=True)
     except duckdb.Error:
         return False
     try:
@@ -86,10 +87,10 @@ def _catalog_is_current(catalog: Path, lake: Lake) -> bool:
 
 
 def open_catalog(catalog: Path, lake: Lake) -> duckdb.DuckDBPyConnection:
-    """The catalog, read-only, with views over ``lake``: rebuilt first when missing or built for
-    another lake (a copied or moved warehouse) or another ``sql/``."""
+    """The catalog, read-only, with views over ``lake`` and within its limits: rebuilt first when
+    missing or built for another lake (a copied or moved warehouse) or another ``sql/``."""
     if not (catalog.exists() and _catalog_is_current(catalog, lake)):
         build_catalog(catalog, lake)
-    con = duckdb.connect(str(catalog), read_only=True)
+    con = connect(str(catalog), lake.limits, read_only=True)
     register_lake(con, lake.location)
     return con

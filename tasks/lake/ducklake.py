@@ -21,7 +21,7 @@ from typing import Callable
 import duckdb
 import pyarrow as pa
 
-from tasks.lake.engine import load_extension
+from tasks.lake.engine import Limits, connect, load_extension
 from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.sql import SQL_DIR, _sql_statements, sql_defines
@@ -45,18 +45,20 @@ class DuckLakeStore:
 
     ``catalog``: ``sqlite:/abs/path.sqlite`` or ``postgres:<libpq connection string>``;
     ``data_path``: an absolute folder or an ``s3://`` prefix (with ``secret``: the SQL options of a
-    DuckDB S3 secret, such as ``{"KEY_ID": ..., "ENDPOINT": ...}``).
+    DuckDB S3 secret, such as ``{"KEY_ID": ..., "ENDPOINT": ...}``); ``limits``: each
+    connection's memory limit and spill folder.
     """
 
     catalog: str
     data_path: str
     secret: dict[str, str] = field(default_factory=dict)
+    limits: Limits = Limits()
 
     @classmethod
-    def local(cls, warehouse: Path) -> "DuckLakeStore":
+    def local(cls, warehouse: Path, limits: Limits = Limits()) -> "DuckLakeStore":
         """The default lake: a SQLite catalog and local data under ``warehouse``."""
         root = Path(warehouse).expanduser().resolve()
-        return cls(f"sqlite:{root / 'lake.sqlite'}", f"{root / 'lake-data'}/")
+        return cls(f"sqlite:{root / 'lake.sqlite'}", f"{root / 'lake-data'}/", limits=limits)
 
     def _extensions(self) -> tuple[str, ...]:
         scanner = "postgres_scanner" if self.catalog.startswith("postgres:") else "sqlite_scanner"
@@ -64,7 +66,7 @@ class DuckLakeStore:
 
     def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB with the lake attached as ``lake`` and every table of SCHEMAS in it."""
-        con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+        con = connect(limits=self.limits, autoinstall_known_extensions=False, autoload_known_extensions=False)
         for name in self._extensions():
             load_extension(con, name)
         if self.secret:
@@ -156,7 +158,7 @@ def import_parquet_lake(con: duckdb.DuckDBPyConnection, old_lake: Lake,
     from tasks.lake.schemas import conform
     from tasks.lake.sql import _lake_sql
 
-    old = duckdb.connect()
+    old = connect(limits=old_lake.limits)
     for stmt in _sql_statements():
         if stmt.defines & sql_defines(SQL_DIR / "macros" / "lake_files.sql"):
             old.execute(_lake_sql(stmt, old_lake.location))

@@ -16,12 +16,16 @@ import importlib.util
 import os
 import re
 import subprocess
+import tempfile
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import duckdb
 
-from tasks.config import ConfigError
+from tasks.config import DEFAULT_MEMORY_LIMIT, ConfigError, WarehouseConfig
 
 # The extensions the product uses, by their file names (each wheel is duckdb-extension-<name with dashes>).
 EXTENSIONS = ("ducklake", "sqlite_scanner", "httpfs", "postgres_scanner")
@@ -33,6 +37,41 @@ _FIELD = 32
 _VERSION_FIELD = 5
 
 _FIX = "run `make install` (it installs duckdb, duckdb-cli and the extension wheels of one version)"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What each DuckDB the product opens may use: ``memory_limit`` (DuckDB's size syntax) and
+    ``spill_dir``, the local folder it spills to beyond that ('' for the system temp dir), from
+    the ``[warehouse]`` configuration (:meth:`of`)."""
+
+    memory_limit: str = DEFAULT_MEMORY_LIMIT
+    spill_dir: str = ""
+
+    @classmethod
+    def of(cls, warehouse: WarehouseConfig) -> Limits:
+        """The limits a ``[warehouse]`` section configures."""
+        return cls(warehouse.memory_limit, warehouse.spill_dir)
+
+    def settings(self) -> dict[str, str]:
+        """DuckDB's settings for one new database: its memory limit and a spill folder of its own.
+
+        DuckDB names its spill files by block size only, so two databases spilling to one folder
+        would overwrite each other's: each gets a subfolder, which DuckDB creates on its first
+        spill and removes when it closes (a killed process leaves it behind, in a temp folder).
+        """
+        base = Path(self.spill_dir).expanduser() if self.spill_dir else Path(tempfile.gettempdir()) / "invarbench-spill"
+        base.mkdir(parents=True, exist_ok=True)
+        folder = base.resolve() / f"duckdb-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        return {"memory_limit": self.memory_limit, "temp_directory": str(folder)}
+
+
+def connect(database: str = ":memory:", limits: Limits | None = None, read_only: bool = False,
+            **config: Any) -> duckdb.DuckDBPyConnection:
+    """A new DuckDB database (``database``: a file, or ``:memory:``) within ``limits`` (the default
+    ones when None): the one way the product opens DuckDB, so that every connection is bounded.
+    ``config`` adds DuckDB settings."""
+    return duckdb.connect(database, read_only=read_only, config={**config, **(limits or Limits()).settings()})
 
 
 def library_version() -> str:
@@ -163,9 +202,9 @@ def s3_shell_sql(endpoint_url: str, region: str) -> str:
     return f"{load_sql('httpfs')}\nCREATE TEMPORARY SECRET invarbench_lake ({body});\n"
 
 
-def shell_command(catalog: Path, init: Path | None = None) -> list[str]:
-    """The command that opens ``catalog`` read-only in this installation's DuckDB shell, running
-    the SQL file ``init`` first when given.
+def shell_command(catalog: Path, limits: Limits, init: Path | None = None) -> list[str]:
+    """The command that opens ``catalog`` read-only in this installation's DuckDB shell, within
+    ``limits`` like the product's own connections, running the SQL file ``init`` first when given.
 
     Raises ConfigError when the shell is missing or its binary reports another version than the
     library that wrote the catalog (the start-up check reads only the wheel's version).
@@ -175,4 +214,5 @@ def shell_command(catalog: Path, init: Path | None = None) -> list[str]:
         raise ConfigError(f"the DuckDB shell (duckdb-cli) is not installed: {_FIX}")
     if (got := shell_version(binary)) != library_version():
         raise ConfigError(f"the DuckDB shell {binary} is {got}, the library is {library_version()}: {_FIX}")
-    return [str(binary), "-readonly", *(["-init", str(init)] if init else []), str(catalog)]
+    limit = " ".join(f"SET {name} = {_literal(value)};" for name, value in limits.settings().items())
+    return [str(binary), "-readonly", "-cmd", limit, *(["-init", str(init)] if init else []), str(catalog)]

@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Sequence
 
 import duckdb
 import pyarrow.fs as pafs
 
+from tasks.lake.engine import Limits, connect
 from tasks.lake.filesystem import is_url, lake_filesystem, lake_root, register_lake, unusable_lake
 from tasks.lake.sql import _lake_sql, _needed, _sql_statements
 from tasks.lake.tables import absent_schema_files, write_schema_files
 from tasks.lake.views import _retry_vanished, query
+
+if TYPE_CHECKING:
+    from tasks.config import Config
 
 
 class Lake:
@@ -25,9 +29,13 @@ class Lake:
     It is passed where the lake is used: :meth:`connect` is the one way to get a connection that
     reads it, :meth:`read` one query over it; ``tasks.lake.writes`` appends to it and
     ``tasks.lake.compact`` merges what this process wrote to it. ``Lake(location)`` gives the same
-    object each time in a process (see ``_OPEN``), and it pickles as its location and mode: a
+    object each time in a process (see ``_OPEN``), and it pickles as its location, mode and limits: a
     Prefect task that takes it, or a cache key that hashes it, sees the location, never a
-    connection. Flow parameters stay the configuration's strings; the flow builds the Lake.
+    connection. Flow parameters stay the configuration's strings; the flow builds the Lake
+    (:meth:`of`).
+
+    ``limits``: the memory limit and spill folder of every DuckDB opened to read it, here and in
+    ``tasks.lake.catalog`` (``tasks.lake.engine.Limits``; the defaults when not given).
 
     ``read_only``: nothing is written to it: :meth:`ensure` writes no schema file, a table that
     has none yet (a fresh lake, or one written before the table existed) reads as empty, and a
@@ -48,18 +56,27 @@ class Lake:
 
     location: str
     read_only: bool
+    limits: Limits
 
-    def __new__(cls, location: str, read_only: bool = False) -> Lake:
+    def __new__(cls, location: str, read_only: bool = False, limits: Limits | None = None) -> Lake:
         with cls._OPEN_LOCK:
             lake = cls._OPEN.get((location, read_only))
             if lake is None:
                 lake = super().__new__(cls)
-                lake._open(location, read_only)
+                lake._open(location, read_only, limits or Limits())
                 cls._OPEN[(location, read_only)] = lake
+            elif limits is not None and limits != lake.limits:
+                with lake._reader_lock:  # the shared reader was opened within the old limits
+                    lake.limits, lake._reader = limits, None
             return lake
 
-    def _open(self, location: str, read_only: bool) -> None:
-        self.location, self.read_only = location, read_only
+    @classmethod
+    def of(cls, cfg: Config, read_only: bool = False) -> Lake:
+        """The lake a configuration names, within its ``[warehouse]`` limits."""
+        return cls(cfg.lake_path, read_only, Limits.of(cfg.warehouse))
+
+    def _open(self, location: str, read_only: bool, limits: Limits) -> None:
+        self.location, self.read_only, self.limits = location, read_only, limits
         self._ensured = False  # schema files seen (object stores only: each check costs one request per table)
         self._reader: tuple[duckdb.DuckDBPyConnection, set[int]] | None = None
         self._reader_lock = threading.Lock()
@@ -67,9 +84,9 @@ class Lake:
         self._kept: list[str] = []
         self._files_lock = threading.Lock()
 
-    def __reduce__(self) -> tuple[type, tuple[str, bool]]:
+    def __reduce__(self) -> tuple[type, tuple[str, bool, Limits]]:
         # Rebuilt (in another process, or by Prefect's hashing) from its location: state stays behind.
-        return (Lake, (self.location, self.read_only))
+        return (Lake, (self.location, self.read_only, self.limits))
 
     def __repr__(self) -> str:
         return f"Lake({self.location!r}{', read_only=True' if self.read_only else ''})"
@@ -150,7 +167,7 @@ class Lake:
         """
         if self.is_url or self.read_only:
             self.ensure()
-            con = duckdb.connect(":memory:")
+            con = connect(limits=self.limits)
             self.create_views(con, sql)
             return con
         return self._shared_reader(sql).cursor()
@@ -160,7 +177,7 @@ class Lake:
             if self._reader is None or not os.path.isdir(self.root):
                 # made when first used, or again when the lake folder was removed since
                 self.ensure()
-                self._reader = (duckdb.connect(":memory:"), set())
+                self._reader = (connect(limits=self.limits), set())
             con, created = self._reader
             statements = _sql_statements()
             for i in _needed(statements, sql):

@@ -247,7 +247,7 @@ def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000
     """
     out = Path(out_dir) if out_dir else default_out_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
-    lake = Lake(cfg.lake_path)
+    lake = Lake.of(cfg)
     threshold = cfg.sweep.breaking_threshold
     if refresh_stats:
         from tasks.analysis.stats import (  # the report module itself only reads

@@ -105,7 +105,7 @@ def rebuild_catalog(cfg: Config) -> Path:
     when sql/ does, so the run must not fail for it."""
     catalog = cfg.catalog_path
     try:
-        build_catalog(catalog, Lake(cfg.lake_path))
+        build_catalog(catalog, Lake.of(cfg))
     except duckdb.IOException as exc:
         log.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
     return catalog

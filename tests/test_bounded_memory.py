@@ -1,0 +1,107 @@
+"""Every DuckDB the product opens is bounded (issue #27): the ``[warehouse]`` memory limit and a
+spill folder of its own, on each path that opens one, and a query bigger than the limit spills
+there instead of failing."""
+
+from __future__ import annotations
+
+import subprocess
+
+import duckdb
+import pytest
+
+from conftest import write_config
+from tasks.config import ConfigError, load_config
+from tasks.lake.catalog import build_catalog, open_catalog
+from tasks.lake.ducklake import DuckLakeStore, import_parquet_lake
+from tasks.lake.engine import Limits, connect, shell_binary, shell_command
+from tasks.lake.lake import Lake
+
+LIMIT = "300MB"
+SETTINGS = "SELECT current_setting('memory_limit'), current_setting('temp_directory')"
+
+
+def _reported(limit: str) -> str:
+    # DuckDB reports the limit in its own units (300MB: 286.1 MiB)
+    with duckdb.connect(config={"memory_limit": limit}) as con:
+        return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+
+def _assert_bounded(con: duckdb.DuckDBPyConnection, spill) -> None:
+    memory, folder = con.execute(SETTINGS).fetchone()
+    assert memory == _reported(LIMIT)
+    assert folder.startswith(str(spill.resolve()) + "/duckdb-")
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    path = write_config(tmp_path / "invarbench.toml", {"warehouse": {
+        "path": str(tmp_path / "wh"), "memory_limit": LIMIT, "spill_dir": str(tmp_path / "spill")}})
+    return load_config(path, suites=False)
+
+
+def test_every_connection_of_the_lake_and_catalog_is_bounded(cfg, tmp_path):
+    spill = tmp_path / "spill"
+    lake = Lake.of(cfg)
+    with lake.connect("runs") as con:  # the shared reader of a local lake
+        _assert_bounded(con, spill)
+    with Lake.of(cfg, read_only=True).connect("runs") as con:  # a connection of its own
+        _assert_bounded(con, spill)
+    build_catalog(cfg.catalog_path, lake)
+    with open_catalog(cfg.catalog_path, lake) as con:
+        _assert_bounded(con, spill)
+    assert Lake(cfg.lake_path).limits == Limits(LIMIT, str(spill))  # the one object of the process
+
+
+def test_the_ducklake_connections_are_bounded(cfg, tmp_path):
+    spill = tmp_path / "spill"
+    lake = Lake.of(cfg)
+    lake.ensure()
+    with DuckLakeStore.local(tmp_path / "dl", Limits.of(cfg.warehouse)).connect() as con:
+        _assert_bounded(con, spill)
+        assert import_parquet_lake(con, lake)["runs"] == 0  # its reader of the old lake too
+
+
+def test_the_shell_is_bounded(cfg, tmp_path):
+    if shell_binary() is None:
+        pytest.skip("the DuckDB shell (duckdb-cli) is not installed")
+    duckdb.connect(str(tmp_path / "c.duckdb")).close()
+    command = shell_command(tmp_path / "c.duckdb", Limits.of(cfg.warehouse))
+    out = subprocess.run(command, input=f"{SETTINGS};", capture_output=True, text=True, timeout=60, check=True)
+    assert _reported(LIMIT) in out.stdout
+    assert str((tmp_path / "spill").resolve()) + "/duckdb-" in out.stdout
+
+
+# An aggregate of 2,000,000 groups: about 0.8 s, and more than 100MB of hash table.
+BIG = "SELECT count(*), sum(h) FROM (SELECT i % 2000000 AS k, max(hash(i)) AS h FROM range(4000000) t(i) GROUP BY k)"
+
+
+def test_a_query_beyond_the_limit_spills_into_the_spill_folder(tmp_path):
+    with connect(limits=Limits("100MB", str(tmp_path))) as con:
+        con.execute("SET threads = 1")  # the same plan on any machine
+        assert con.execute(BIG).fetchone()[0] == 2_000_000
+        folder = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+        assert [p.name for p in tmp_path.iterdir()] == [folder.rsplit("/", 1)[1]]  # made by its spill
+    with duckdb.connect(config={"memory_limit": "100MB", "temp_directory": ""}) as con:
+        con.execute("SET threads = 1")
+        with pytest.raises(duckdb.OutOfMemoryException):  # what the spill folder saves it from
+            con.execute(BIG)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("memory_limit", "lots", "warehouse.memory_limit: 'lots' is not a size"),
+    ("memory_limit", "2 GiBs", "is not a size"),
+    ("memory_limit", "10MB", "below 64MB"),
+    ("spill_dir", "s3://bucket/spill", "warehouse.spill_dir: 's3://bucket/spill' is a URL"),
+])
+def test_bad_limits_are_configuration_errors(tmp_path, key, value, message):
+    path = write_config(tmp_path / "invarbench.toml", {"warehouse": {key: value}})
+    with pytest.raises(ConfigError, match=message):
+        load_config(path, suites=False)
+
+
+def test_the_default_is_two_gigabytes_in_the_system_temp_dir(tmp_path):
+    cfg = load_config(write_config(tmp_path / "invarbench.toml", {"warehouse": {"path": str(tmp_path)}}), suites=False)
+    assert Limits.of(cfg.warehouse) == Limits() == Limits("2GB", "")
+    with connect() as con:
+        memory, folder = con.execute(SETTINGS).fetchone()
+    assert memory == _reported("2GB") and "/invarbench-spill/duckdb-" in folder
