@@ -160,13 +160,29 @@ def load(path: Path, scale: str) -> dict:
     return {**empty, **old}
 
 
+# In results.md, what follows this line is written by hand (the test suite's timings, figures of
+# scripts outside run.py) and kept as it is when the figures above it are written again.
+HAND_WRITTEN = "<!-- Written by hand from here on: bench/run.py keeps it when it rewrites the figures above. -->"
+
+
+def hand_written(out: Path) -> str:
+    """The hand-written end of the markdown at ``out`` (from :data:`HAND_WRITTEN` on), or ''."""
+    try:
+        text = out.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    return text[text.index(HAND_WRITTEN):] if HAND_WRITTEN in text else ""
+
+
 def store(out: Path, record: dict, header: dict[str, str]) -> None:
-    """Write ``record`` as bench/results.md and .json; each file replaced whole (no half-written file)."""
+    """Write ``record`` as bench/results.md and .json; each file replaced whole (no half-written file),
+    the markdown's hand-written end (see :data:`HAND_WRITTEN`) kept."""
     record["header"] = header
     profile = BENCH / "PROFILE.md"
     bound = bounds(profile.read_text(encoding="utf-8")) if profile.exists() else {}
+    kept = hand_written(out)
     for path, text in ((out, render(record["figures"], record["failures"], record["sections"],
-                                    record["hot_paths"], header, bound)),
+                                    record["hot_paths"], header, bound) + ("\n" + kept if kept else "")),
                        (out.with_suffix(".json"), json.dumps(record, indent=1, default=str, allow_nan=False))):
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")

@@ -25,6 +25,9 @@ apply_defaults()  # the suite is an entry point: offline defaults before Prefect
 # PREFECT_API_URL would point in-process sweeps at someone else's server and its limits.
 os.environ.pop("PREFECT_API_URL", None)
 
+# The session's Prefect server with deployments and process workers (the `ops` fixture).
+pytest_plugins = ["ops_server"]
+
 REPO = Path(__file__).resolve().parent.parent
 # Seconds between writing claims and re-reading them in the tests' sweeps (users: sweep.claim_settle_s).
 TEST_CLAIM_SETTLE_S = 0.1

@@ -88,11 +88,23 @@ def test_no_import_cycles():
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
-def third_party(modules: dict[str, Path]) -> list[str]:
-    """The modules outside the packages that their modules import."""
+def top_level_nodes(tree: ast.Module):
+    """The nodes of ``tree`` that run when the module is imported: all but function bodies."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield node
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def third_party(modules: dict[str, Path], *, top_level: bool = False) -> list[str]:
+    """The modules outside the packages that their modules import (with ``top_level``, only
+    those imported when a module is: not inside its functions)."""
     names = set()
     for path in modules.values():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in (top_level_nodes(tree) if top_level else ast.walk(tree)):
             if isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:

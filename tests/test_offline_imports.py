@@ -1,11 +1,16 @@
 """Importing any module of the packages, first and alone, makes no network attempt.
 
 A ``sitecustomize`` on PYTHONPATH blocks the network before anything else is imported: every
-``socket.getaddrinfo`` and ``connect`` beyond this machine (a Unix socket, a loopback address or
-``localhost``) raises, and is recorded in a file first (a library that swallows the error, as
-litellm does when its price-map download fails, is still caught). The Inspect round trip runs
-Inspect under the same guard (tests/test_interop_inspect.py). Each module is imported in a process of its own, forked from a parent that holds only
-the guard and the standard library, so no module benefits from another's imports.
+``socket.getaddrinfo`` and ``connect`` to anything but this machine (a Unix socket, a loopback
+address or ``localhost``) raises, and is recorded in a file first (a library that swallows the
+error, as litellm does when its price-map download fails, is still caught). The Inspect round trip
+runs Inspect under the same guard (tests/test_interop_inspect.py). Each module is imported in a
+process of its own, forked from a parent that holds the guard, the standard library and the
+libraries the modules import at top level (Prefect, DuckDB, pyarrow, ...: loading them once instead
+of in each child is most of the test's time), so no module benefits from another's imports.
+litellm is never among them: its import is what goes online, so every module that loads it loads it
+itself; litellm's own dependencies are preloaded. A library that goes online when preloaded is
+recorded too (as ``preload NAME``).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import textwrap
 from pathlib import Path
 
 from conftest import REPO
-from test_imports import package_modules
+from test_imports import package_modules, third_party
 
 from tasks.environment import DEFAULTS
 
@@ -57,11 +62,17 @@ GUARD = textwrap.dedent('''
     socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex = getaddrinfo, connect, connect_ex
 ''')
 
-# Forks one child per module; each child imports its module and exits with 0, or 1 on an error.
+# Imports the libraries of argv[1], then forks one child per module of argv[2]; each child imports
+# its module and exits with 0, or 1 on an error.
 PARENT = textwrap.dedent('''
     import importlib, json, os, sys, traceback
-    failed = {}
     for name in json.loads(sys.argv[1]):
+        os.environ["INVARBENCH_IMPORTING"] = f"preload {name}"
+        importlib.import_module(name)
+    if "litellm" in sys.modules:
+        sys.exit("a preloaded library imported litellm: its import would no longer be tested")
+    failed = {}
+    for name in json.loads(sys.argv[2]):
         os.environ["INVARBENCH_IMPORTING"] = name
         pid = os.fork()
         if pid == 0:
@@ -78,6 +89,17 @@ PARENT = textwrap.dedent('''
 ''')
 
 
+# litellm's largest dependencies: loaded by the parent too, while litellm itself stays unloaded.
+LITELLM_DEPENDENCIES = ["openai", "aiohttp", "tiktoken", "jinja2"]
+
+
+def preloaded() -> list[str]:
+    """What the parent imports before it forks: the libraries the packages' modules import at top
+    level and litellm's largest dependencies, never litellm."""
+    libraries = third_party(package_modules(), top_level=True) + LITELLM_DEPENDENCIES
+    return [name for name in libraries if name.split(".")[0] != "litellm"]
+
+
 def run_guarded(tmp_path: Path, modules: list[str]) -> tuple[dict, list[str], str]:
     """Import each of ``modules`` first in a forked child under the guard, without the offline
     defaults in the environment; (failed imports, recorded attempts, stderr)."""
@@ -88,8 +110,8 @@ def run_guarded(tmp_path: Path, modules: list[str]) -> tuple[dict, list[str], st
     log.touch()
     env = {k: v for k, v in os.environ.items() if k not in DEFAULTS}
     env.update(PYTHONPATH=os.pathsep.join([str(guard_dir), str(REPO)]), INVARBENCH_NETWORK_LOG=str(log))
-    result = subprocess.run([sys.executable, "-c", PARENT, json.dumps(modules)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run([sys.executable, "-c", PARENT, json.dumps(preloaded()), json.dumps(modules)], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     failed = json.loads(result.stdout.strip().splitlines()[-1])
     return failed, log.read_text(encoding="utf-8").splitlines(), result.stderr

@@ -1,10 +1,9 @@
-"""Operations against a real Prefect server started here: deployments, workers, shared limits.
+"""Operations against a real Prefect server: deployments, workers, shared limits.
 
-One server (``prefect server start`` on a free loopback port, its own PREFECT_HOME) and two
-process workers on the ``invarbench`` pool serve the whole module; ``python -m flows.deploy``
-(what ``make deploy`` runs) registers the pool, the limits and the deployments. The fake
-OpenAI-compatible server (tests/fakes.py) stands in for a paid API. Every process started here is
-stopped by its process group id at the end of the module.
+The server, two process workers on the ``invarbench`` pool and the deployments that
+``python -m flows.deploy`` (what ``make deploy`` runs) registers are the session's ``ops``
+fixture (tests/ops_server.py). The fake OpenAI-compatible server (tests/fakes.py) stands in for
+a paid API.
 """
 
 from __future__ import annotations
@@ -12,28 +11,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import (
-    ArtifactFilter,
-    ArtifactFilterFlowRunId,
-    FlowRunFilter,
-    FlowRunFilterParentFlowRunId,
-)
-from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
-import s3_server
 from conftest import REPO, fake_model_config, run_cli
 from fakes import FakeProvider, FakeServer
-from s3_server import free_port
+from ops_server import TIMEZONE, Ops, child_runs, stop, worker_logs
 from tasks.config import ConfigError, load_config
 from tasks.lake.lake import Lake
 from tasks.models.limits import (
@@ -45,8 +33,6 @@ from tasks.models.limits import (
     limit_specs,
 )
 
-PREFECT = str(Path(sys.executable).parent / "prefect")
-TIMEZONE = "Europe/Berlin"
 RUN_TIMEOUT_S = 300
 
 
@@ -88,100 +74,7 @@ def test_dispatch_without_a_server_is_refused(tmp_path, monkeypatch):
         assert fake.state.seen == []
 
 
-# --- a real server and real workers -----------------------------------------------------------
-
-def stop(proc: subprocess.Popen) -> None:
-    """Stop a process started here with its own session, and its children (flow-run subprocesses)."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-@dataclass
-class Ops:
-    """The module's server and the log files of its two workers."""
-
-    api: str
-    workers: list[Path]
-    home: Path
-
-    def settings(self):
-        """Point this process at the server (the session's test harness is another one)."""
-        return temporary_settings(updates={PREFECT_API_URL: self.api})
-
-    def client(self):
-        """A sync client; use inside ``settings()``."""
-        return get_client(sync_client=True)
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """An S3-compatible server (tests/s3_server.py) whose bucket the workers share."""
-    server = s3_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
-    try:
-        yield server
-    finally:
-        s3_server.stop(server)
-
-
-@pytest.fixture(scope="module")
-def ops(tmp_path_factory, s3):
-    """A Prefect server, the deployments of deploy/prefect.yaml, and two process workers.
-
-    The workers hold the bucket's credentials in their environment, as a worker machine would.
-    """
-    home = tmp_path_factory.mktemp("prefect-home")
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    env = {**s3.env(), "PREFECT_HOME": str(home), "PREFECT_API_URL": api, "DO_NOT_TRACK": "1",
-           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
-           "PREFECT_WORKER_QUERY_SECONDS": "1", "INVARBENCH_HOME": str(REPO),
-           # Worker logs are read while the workers run (which flow runs each submitted): INFO
-           # level whatever an earlier in-process CLI call set, and no block buffering.
-           "PREFECT_LOGGING_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"}
-    procs: list[subprocess.Popen] = []
-    logs: list[Path] = []
-
-    def start(name: str, *args: str) -> subprocess.Popen:
-        log = home / f"{name}.log"
-        logs.append(log)
-        proc = subprocess.Popen([PREFECT, *args], cwd=REPO, env=env, stdout=log.open("wb"),
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        procs.append(proc)
-        return proc
-
-    try:
-        server = start("server", "server", "start", "--host", "127.0.0.1", "--port", str(port))
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, logs[0].read_text()
-            time.sleep(0.5)
-
-        base = tmp_path_factory.mktemp("deploy")
-        cfg = fake_model_config(base, "http://127.0.0.1:9/v1", model_extra={"concurrency": 3})
-        with cfg.open("a") as f:
-            f.write(f'\n[prefect]\ntimezone = "{TIMEZONE}"\n')
-        deployed = subprocess.run([sys.executable, "-m", "flows.deploy", "--config", str(cfg)], cwd=REPO, env=env,
-                                  capture_output=True, text=True, timeout=300)
-        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
-        workers = [home / f"worker-{i}.log" for i in range(2)]
-        for i in range(2):
-            start(f"worker-{i}", "worker", "start", "--pool", "invarbench", "--type", "process", "--limit", "2",
-                  "--name", f"worker-{i}")
-        yield Ops(api=api, workers=workers, home=home)
-    finally:
-        for proc in reversed(procs):
-            stop(proc)
-
+# --- a real server and real workers (tests/ops_server.py) ---------------------------------------
 
 def run_and_wait(ops: Ops, deployment: str, parameters: dict):
     """Trigger a deployment run and wait until it is final; returns the flow run."""
@@ -198,17 +91,6 @@ def run_and_wait(ops: Ops, deployment: str, parameters: dict):
             time.sleep(1)
         assert run.state.is_completed(), f"{run.state}\n" + worker_logs(ops)
         return run
-
-
-def child_runs(ops: Ops, parent_id):
-    """The batch flow runs a dispatched sweep created (its subflow runs)."""
-    with ops.settings(), ops.client() as client:
-        return client.read_flow_runs(flow_run_filter=FlowRunFilter(
-            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent_id])))
-
-
-def worker_logs(ops: Ops) -> str:
-    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in ops.workers)
 
 
 def lake_query(warehouse: Path, sql: str, params=None):
@@ -370,8 +252,9 @@ def test_make_deploy_and_worker_take_the_server_from_the_command_line(ops, tmp_p
 
 
 @pytest.mark.slow
-def test_two_workers_share_a_dispatched_sweep_on_one_bucket(ops, s3, tmp_path, monkeypatch):
+def test_two_workers_share_a_dispatched_sweep_on_one_bucket(ops, tmp_path, monkeypatch):
     """The lake in an S3-compatible bucket: both workers write it, each request answered once."""
+    s3 = ops.s3
     for key, value in s3.env().items():
         if key.startswith("AWS_"):
             monkeypatch.setenv(key, value)

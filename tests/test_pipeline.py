@@ -161,6 +161,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
         stored = lake_query(tmp_path / "wh", "SELECT count(*) AS n FROM responses WHERE status = 'ok'")[0]["n"]
         assert stored >= 1
 
+        state.delay_s = 0.0  # the slow answers only had to keep the killed sweep busy
         summary = sweep(str(cfg))
     # What the killed run stored is not sent again; everything else (in flight included) is.
     assert summary["requests"] == 30

@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 from conftest import REPO, fake_model_config
 from fakes import FakeProvider, FakeServer
 from flows.cli import app
+from ops_server import child_runs, worker_logs
 from tasks.lake.lake import Lake
 
 N_ITEMS = 40  # closure n = 5, 10, ..., 200
@@ -109,6 +110,7 @@ def assert_cancelled_with_every_sent_request_answered(tmp_path: Path, state: Fak
 
 
 def assert_resumes_paying_each_request_once(tmp_path: Path, cfg: Path, state: FakeProvider) -> None:
+    state.delay_s = 0.0  # the slow answers only had to keep calls in flight when the sweep was stopped
     result = CliRunner().invoke(app, ["sweep", "--config", str(cfg)])
     assert result.exit_code == 0, result.output
     contents = state.contents()
@@ -266,9 +268,7 @@ def test_the_call_stage_starts_no_new_call_and_keeps_those_in_flight(tmp_path):
             stopping.reset()
             stopping.configure(*defaults)
 
-# --- a dispatched sweep on a real server and workers (the fixtures of tests/test_ops.py) -------
-
-from test_ops import child_runs, ops, s3, worker_logs  # noqa: E402,F401 - fixtures shared with test_ops
+# --- a dispatched sweep on the session's server and workers (tests/ops_server.py) -------------
 
 
 def wait_final(ops, flow_run_id, what: str):
@@ -311,6 +311,7 @@ def test_a_deployment_run_cancelled_through_the_api_stops_its_workers_cleanly(op
         run = assert_cancelled_with_every_sent_request_answered(tmp_path, state)
         assert run["flow_run_id"] == str(parent.id)
 
+        state.delay_s = 0.0  # the resumed run's calls need not take a second each
         with ops.settings(), ops.client() as client:
             again = client.create_flow_run_from_deployment(deployment.id, parameters={"config_path": str(cfg)})
         again = wait_final(ops, again.id, "the next sweep")

@@ -6,11 +6,9 @@ nothing here measures wall time. Prefect, DuckDB and Parquet are real; only the 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from conftest import sigkill_sweep_when, write_config
+from conftest import TEST_CLAIM_SETTLE_S, process_env, sigkill_sweep_when, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
 from tasks.lake.lake import Lake
@@ -21,7 +19,8 @@ def two_model_config(tmp_path, models: dict[str, dict], n_max: int, sweep_extra:
     """Closure items (n = 5, 10, ..., n_max) on every model of ``models`` (name → model entry)."""
     sections = {
         "warehouse": {"path": str(tmp_path / "wh")},
-        "sweep": {"models": list(models), "report": False, **(sweep_extra or {})},
+        "sweep": {"models": list(models), "report": False, "claim_settle_s": TEST_CLAIM_SETTLE_S,
+                  **(sweep_extra or {})},
         "suites.symmetry": {"tasks": ["closure"]},
         "suites.symmetry.params.closure": {"n_min": 5, "n_max": n_max, "n_step": 5, "groups": ["integers"],
                                            "prompt_styles": ["direct"]},
@@ -95,21 +94,23 @@ def test_resume_after_a_kill_in_the_middle_of_a_multi_model_stream(tmp_path):
     response, and every request ends with one ok response."""
     a, b = FakeProvider(delay_s=0.3), FakeProvider(delay_s=0.5)
     with FakeServer(a) as sa, FakeServer(b) as sb:
-        cfg = two_model_config(tmp_path, {"a": {"api_base": sa.api_base, "concurrency": 1},
-                                          "b": {"api_base": sb.api_base, "concurrency": 1}},
-                               n_max=100, sweep_extra={"batch_size": 4})
-        env = {**os.environ}
-        env.pop("PREFECT_API_URL", None)
+        models = {"a": {"api_base": sa.api_base, "concurrency": 1}, "b": {"api_base": sb.api_base, "concurrency": 1}}
+        # The users' one-second claim pause paces the killed sweep, so that the kill lands mid-stream
+        # even when the machine is loaded; the sweep that resumes needs no pacing.
+        cfg = two_model_config(tmp_path, models, n_max=100, sweep_extra={"batch_size": 4, "claim_settle_s": 1.0})
 
         def both_answered() -> bool:
             stored = (tmp_path / "wh" / "lake" / "responses").exists() and lake_query(
                 tmp_path, "SELECT count(DISTINCT model) AS n FROM responses")[0]["n"] == 2
             return stored and len(a.seen) >= 6 and len(b.seen) >= 4
 
-        sigkill_sweep_when(cfg, env, both_answered, "the two models were not answered in time")
+        sigkill_sweep_when(cfg, process_env(), both_answered, "the two models were not answered in time")
         assert len(a.seen) < 20 and len(b.seen) < 20, "the kill came after a model was done"
         stored = per_model(tmp_path, "SELECT model, count(*) AS n FROM responses WHERE status = 'ok' GROUP BY model")
         assert stored["a"] >= 1 and stored["b"] >= 1
+
+        a.delay_s = b.delay_s = 0.0
+        two_model_config(tmp_path, models, n_max=100, sweep_extra={"batch_size": 4})
 
         summary = sweep(str(cfg))
     assert summary["requests"] == 40

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench.common import Figure, Journal, code_version  # noqa: E402
-from bench.run import as_dicts, bounds, load, render, store  # noqa: E402
+from bench.run import HAND_WRITTEN, as_dicts, bounds, load, render, store  # noqa: E402
 
 
 def _strict_json(text: str) -> dict:
@@ -53,6 +53,20 @@ def test_a_figure_without_runs_round_trips_as_valid_json(tmp_path):
     assert "| 1000000 rows: invariance | 5 | s | 5, 4, 6 | < 1 | **not met** |" in text
     assert "| invarbench --help | 0.55 | s |" in text
     _strict_json(out.with_suffix(".json").read_text(encoding="utf-8"))
+
+
+def test_the_hand_written_end_of_the_results_survives_a_new_run(tmp_path):
+    """The test suite's timings are written by hand below the marker; storing figures keeps them."""
+    out = tmp_path / "results.md"
+    out.write_text(f"# Benchmark results\n\nold figures\n\n{HAND_WRITTEN}\n\n## Test suite\n\n| 600 s |\n",
+                   encoding="utf-8")
+    header = {"command": "python bench/run.py --only 7", "scale": "full", "machine": "m"}
+    figure = Figure(7, "invarbench --help", "s", [0.5], target="< 1.5", bound=("<", 1.5))
+    store(out, {"figures": as_dicts([figure]), "failures": {}, "sections": {}, "hot_paths": []}, header)
+    text = out.read_text(encoding="utf-8")
+    assert "old figures" not in text and "| invarbench --help | 0.5 | s |" in text
+    assert text.endswith(f"{HAND_WRITTEN}\n\n## Test suite\n\n| 600 s |\n")
+    assert text.index("invarbench --help") < text.index(HAND_WRITTEN)
 
 
 def test_the_journal_of_a_long_figure_resumes_only_on_the_code_it_was_measured_on(tmp_path):

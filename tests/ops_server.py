@@ -1,0 +1,131 @@
+"""A real Prefect server, the deployments of deploy/prefect.yaml and two process workers, for the session.
+
+One server (``prefect server start`` on a free loopback port, its own PREFECT_HOME) and two
+process workers on the ``invarbench`` pool serve every test that asks for the ``ops`` fixture
+(tests/test_ops.py, tests/test_stopping.py): started once, on first use, because the start-up
+(server, ``python -m flows.deploy`` as ``make deploy`` runs it, workers, the S3 server whose
+bucket the workers share) takes 20-30 s. Every process started here is stopped by its process
+group id at the end of the session. Registered as a plugin by tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+import s3_server
+from conftest import REPO, fake_model_config
+from s3_server import free_port
+
+PREFECT = str(Path(sys.executable).parent / "prefect")
+# The schedule's timezone in the deployments registered here (tests/test_ops.py checks it).
+TIMEZONE = "Europe/Berlin"
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a process started here with its own session, and its children (flow-run subprocesses)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@dataclass
+class Ops:
+    """The session's server, the log files of its two workers, and the bucket they share."""
+
+    api: str
+    workers: list[Path]
+    home: Path
+    s3: s3_server.S3Server
+
+    def settings(self):
+        """Point this process at the server (the session's test harness is another one)."""
+        return temporary_settings(updates={PREFECT_API_URL: self.api})
+
+    def client(self):
+        """A sync client; use inside ``settings()``."""
+        return get_client(sync_client=True)
+
+
+def child_runs(ops: Ops, parent_id):
+    """The batch flow runs a dispatched sweep created (its subflow runs)."""
+    with ops.settings(), ops.client() as client:
+        return client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent_id])))
+
+
+def worker_logs(ops: Ops) -> str:
+    """The end of each worker's log, for a failure message."""
+    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in ops.workers)
+
+
+@pytest.fixture(scope="session")
+def ops(tmp_path_factory):
+    """A Prefect server, the deployments of deploy/prefect.yaml, two process workers and an S3 server.
+
+    The workers hold the bucket's credentials in their environment, as a worker machine would.
+    """
+    s3 = s3_server.start(tmp_path_factory.mktemp("moto") / "moto.log")
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {**s3.env(), "PREFECT_HOME": str(home), "PREFECT_API_URL": api, "DO_NOT_TRACK": "1",
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
+           "PREFECT_WORKER_QUERY_SECONDS": "1", "INVARBENCH_HOME": str(REPO),
+           # Worker logs are read while the workers run (which flow runs each submitted): INFO
+           # level whatever an earlier in-process CLI call set, and no block buffering.
+           "PREFECT_LOGGING_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"}
+    procs: list[subprocess.Popen] = []
+    logs: list[Path] = []
+
+    def start(name: str, *args: str) -> subprocess.Popen:
+        log = home / f"{name}.log"
+        logs.append(log)
+        proc = subprocess.Popen([PREFECT, *args], cwd=REPO, env=env, stdout=log.open("wb"),
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(proc)
+        return proc
+
+    try:
+        server = start("server", "server", "start", "--host", "127.0.0.1", "--port", str(port))
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, logs[0].read_text()
+            time.sleep(0.5)
+
+        base = tmp_path_factory.mktemp("deploy")
+        cfg = fake_model_config(base, "http://127.0.0.1:9/v1", model_extra={"concurrency": 3})
+        with cfg.open("a") as f:
+            f.write(f'\n[prefect]\ntimezone = "{TIMEZONE}"\n')
+        deployed = subprocess.run([sys.executable, "-m", "flows.deploy", "--config", str(cfg)], cwd=REPO, env=env,
+                                  capture_output=True, text=True, timeout=300)
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        workers = [home / f"worker-{i}.log" for i in range(2)]
+        for i in range(2):
+            start(f"worker-{i}", "worker", "start", "--pool", "invarbench", "--type", "process", "--limit", "2",
+                  "--name", f"worker-{i}")
+        yield Ops(api=api, workers=workers, home=home, s3=s3)
+    finally:
+        for proc in reversed(procs):
+            stop(proc)
+        s3_server.stop(s3)
