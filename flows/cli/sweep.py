@@ -101,11 +101,10 @@ def stopped_cleanly() -> Iterator[None]:
 def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> dict[str, Any]:
     server_up = start_prefect_server()
     from flows.sweep import sweep as sweep_flow
-    from tasks.items.validate import ValidationFailed, prepare_validation
+    from tasks.items.validate import ValidationFailed
     from tasks.models.cost import BudgetExceeded
     from tasks.models.embedded import EmbeddedModelCrashed
 
-    prepare_validation()  # Great Expectations' import, while the server boots
     server_up()
     stopping.raise_if_requested()
 
