@@ -160,13 +160,25 @@ def load(path: Path, scale: str) -> dict:
     return {**empty, **old}
 
 
+# The line after which results.md is written by hand (profiles, one-off measurements): kept as is.
+HAND_WRITTEN = "<!-- written by hand below this line: bench/run.py keeps it -->"
+
+
+def hand_written(path: Path) -> str:
+    """The hand-written end of ``path`` from its marker line on ('' without one)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return text[text.index(HAND_WRITTEN):] if HAND_WRITTEN in text else ""
+
+
 def store(out: Path, record: dict, header: dict[str, str]) -> None:
-    """Write ``record`` as bench/results.md and .json; each file replaced whole (no half-written file)."""
+    """Write ``record`` as bench/results.md and .json; each file replaced whole (no half-written
+    file), the markdown's hand-written end (:data:`HAND_WRITTEN`) kept."""
     record["header"] = header
     profile = BENCH / "PROFILE.md"
     bound = bounds(profile.read_text(encoding="utf-8")) if profile.exists() else {}
-    for path, text in ((out, render(record["figures"], record["failures"], record["sections"],
-                                    record["hot_paths"], header, bound)),
+    rendered = render(record["figures"], record["failures"], record["sections"], record["hot_paths"], header, bound)
+    kept = hand_written(out)
+    for path, text in ((out, rendered.rstrip("\n") + "\n\n" + kept if kept else rendered),
                        (out.with_suffix(".json"), json.dumps(record, indent=1, default=str, allow_nan=False))):
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")

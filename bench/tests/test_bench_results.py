@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench.common import Figure, Journal, code_version  # noqa: E402
-from bench.run import as_dicts, bounds, load, render, store  # noqa: E402
+from bench.run import HAND_WRITTEN, as_dicts, bounds, load, render, store  # noqa: E402
 
 
 def _strict_json(text: str) -> dict:
@@ -54,6 +54,23 @@ def test_a_figure_without_runs_round_trips_as_valid_json(tmp_path):
     assert "| invarbench --help | 0.55 | s |" in text
     _strict_json(out.with_suffix(".json").read_text(encoding="utf-8"))
 
+
+
+def test_the_hand_written_end_of_the_results_survives_a_run(tmp_path):
+    out = tmp_path / "results.md"
+    header = {"command": "python bench/run.py --only 7", "scale": "full", "machine": "m"}
+    meta = {"date": "2026-12-03 13:00 UTC", "commit": "abc", "load": 3.0, "minutes": 1.0, "command": "x"}
+    record = {"figures": as_dicts([Figure(7, "invarbench --help", "s", [0.5], target="< 1.5", bound=("<", 1.5))]),
+              "failures": {}, "sections": {7: meta}, "hot_paths": []}
+    store(out, record, header)
+    out.write_text(out.read_text(encoding="utf-8") + f"\n{HAND_WRITTEN}\n\n## Profiled by hand\n\nkept\n",
+                   encoding="utf-8")
+    record["figures"] = as_dicts([Figure(7, "invarbench --help", "s", [0.7], target="< 1.5", bound=("<", 1.5))])
+    store(out, record, header)
+    text = out.read_text(encoding="utf-8")
+    assert "| invarbench --help | 0.7 | s |" in text
+    assert text.endswith(f"{HAND_WRITTEN}\n\n## Profiled by hand\n\nkept\n")
+    assert text.count(HAND_WRITTEN) == 1
 
 def test_the_journal_of_a_long_figure_resumes_only_on_the_code_it_was_measured_on(tmp_path):
     """Figures 2-3 take hours: their runs are journaled so that a stopped harness goes on, but a
