@@ -34,6 +34,7 @@ from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
 from tasks.items.validate import dedupe
 from tasks.lake.lake import Lake
+from tasks.lake.writes import stored_item_ids
 from tasks.models import embedded
 from tasks.models.call import CallStats
 from tasks.models.cost import BudgetExceeded
@@ -139,7 +140,7 @@ def run_models(lake: Lake, chunks: list[list[dict[str, Any]]], cfg: Config, run_
 
 def prepare_items(cfg: Config) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]], list[dict[str, Any]]]:
     """The run's items, generated (and read from the configured datasets), deduplicated and
-    validated chunk by chunk, before anything is written. Returns the rows, their chunks and the
+    validated chunk by chunk (the chunks with an item the lake does not hold), before anything is written. Returns the rows, their chunks and the
     families dropped for repeating a prompt of another."""
     logger = get_run_logger()
     lake, size = Lake.of(cfg), cfg.sweep.batch_size
@@ -157,12 +158,18 @@ def prepare_items(cfg: Config) -> tuple[list[dict[str, Any]], list[list[dict[str
                        d["family_id"], d["suite"], d["task"], d["duplicate_of_family"], d["suite"],
                        d["duplicate_of_task"])
     chunks = into_chunks(rows, size)
-    with progress.stage("validate", len(chunks)) as advance:
-        for i, chunk in enumerate(chunks):
-            validate_chunk(quote(chunk), i)
+    # Items are content-addressed: a chunk the lake already holds whole passed validation when it
+    # was stored, so only chunks with a new item are checked (and Great Expectations is imported).
+    # Read-only: nothing (not even a schema file) is written before every chunk has passed.
+    stored = stored_item_ids(Lake(cfg.lake_path, read_only=True), [r["item_id"] for r in rows])
+    fresh = [i for i, chunk in enumerate(chunks) if any(r["item_id"] not in stored for r in chunk)]
+    with progress.stage("validate", len(fresh)) as advance:
+        for i in fresh:
+            validate_chunk(quote(chunks[i]), i)
             advance(1)
-    logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d chunk(s)",
-                len(rows), identical, len(dropped_families), len(chunks))
+    logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d chunk(s), "
+                "%d already stored and not validated again", len(rows), identical, len(dropped_families),
+                len(chunks), len(chunks) - len(fresh))
     return rows, chunks, dropped_families
 
 

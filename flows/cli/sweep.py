@@ -101,11 +101,10 @@ def stopped_cleanly() -> Iterator[None]:
 def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> dict[str, Any]:
     server_up = start_prefect_server()
     from flows.sweep import sweep as sweep_flow
-    from tasks.items.validate import ValidationFailed, prepare_validation
+    from tasks.items.validate import ValidationFailed
+    from tasks.models import embedded
     from tasks.models.cost import BudgetExceeded
-    from tasks.models.embedded import EmbeddedModelCrashed
 
-    prepare_validation()  # Great Expectations' import, while the server boots
     server_up()
     stopping.raise_if_requested()
 
@@ -114,7 +113,7 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
             return sweep_flow(str(config) if config else None, overrides, select=select)
     except ValidationFailed as exc:
         fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
-    except EmbeddedModelCrashed as exc:
+    except embedded.EmbeddedModelCrashed as exc:  # evaluated only when an exception gets here
         fail(f"{exc}\nThe run ended `failed` (see `invarbench runs`). Every answer received is stored and "
              "the other models ran; the requests the dead worker did not answer are `error` responses, "
              "which the next sweep sends again. See the README, \"When an embedded model crashes\".", 1)

@@ -19,8 +19,6 @@ import json
 import logging
 from typing import Any, Sequence
 
-import pandas as pd
-
 from tasks.scoring.parse import ANSWER_TYPES
 
 
@@ -77,12 +75,6 @@ def _context():
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     return context
-
-
-def prepare_validation() -> None:
-    """Import Great Expectations and build its context now rather than at the first chunk (the
-    sweep does it while Prefect's server starts)."""
-    _context()
 
 
 def _item_expectations() -> list[Any]:
@@ -149,6 +141,7 @@ def validate_items(rows: Sequence[dict[str, Any]], batch_name: str = "items", *,
     of a suite fails the check; imports leave it off, as a published file is what it is.
     """
     import great_expectations as gx
+    import pandas as pd
 
     if not rows:
         return 0

@@ -51,11 +51,15 @@ def write_rows(lake: Lake, table: str, rows: Sequence[dict[str, Any]]) -> str | 
                                                          schema=schema))
 
 
+def stored_item_ids(lake: Lake, item_ids: Sequence[str]) -> set[str]:
+    """The ids among ``item_ids`` whose items the lake holds (one set-based query)."""
+    return {r["item_id"] for r in lake.read(
+        "SELECT DISTINCT item_id FROM raw_items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))", [list(item_ids)])}
+
+
 def write_new_items(lake: Lake, rows: Sequence[dict[str, Any]]) -> int:
     """Append the item rows the lake does not hold yet (items are content-addressed); returns how many."""
-    known = {r["item_id"] for r in lake.read(
-        "SELECT DISTINCT item_id FROM raw_items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))",
-        [[r["item_id"] for r in rows]])}
+    known = stored_item_ids(lake, [r["item_id"] for r in rows])
     new = [r for r in rows if r["item_id"] not in known]
     write_rows(lake, "items", new)
     return len(new)

@@ -27,7 +27,6 @@ from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models.call import lookup_ledger
 from tasks.models.cost import Budget, estimate_cost
-from tasks.models.llm import litellm
 from tasks.models.pricing import price
 from tasks.models.routes import Caller
 from tasks.records import Request, Response, now_utc
@@ -104,6 +103,8 @@ def run_started(lake: Lake, run_id: str) -> dt.datetime:
 
 
 async def _content(caller: Caller, file_id: str | None) -> list[dict[str, Any]]:
+    from tasks.models.llm import litellm
+
     if not file_id:
         return []
     got = await litellm.afile_content(file_id=file_id, **_provider_kwargs(caller))
@@ -159,6 +160,8 @@ async def collect(caller: Caller, lake: Lake, job: Any, request_ids: Sequence[st
 
 
 async def _submit(caller: Caller, lake: Lake, requests: Sequence[Request]) -> dict[str, Any]:
+    from tasks.models.llm import litellm
+
     kwargs = _provider_kwargs(caller)
     upload = await litellm.acreate_file(file=(f"invarbench-{caller.run_id}.jsonl", jsonl(caller, requests)),
                                         purpose="batch", **kwargs)
@@ -171,6 +174,8 @@ async def _submit(caller: Caller, lake: Lake, requests: Sequence[Request]) -> di
 
 async def run_batch(caller: Caller, lake: Lake, requests: Sequence[Request], budget: Budget) -> BatchResult:
     """Answer ``requests`` through batch jobs: collect open ones, submit the rest, wait up to the deadline."""
+    from tasks.models.llm import litellm
+
     result = BatchResult()
     ids = [r.request_id for r in requests]
     jobs = {j["batch_id"]: j for j in open_jobs(lake, caller.name, caller.cfg.api_base, ids)}

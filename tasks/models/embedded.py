@@ -22,6 +22,7 @@ so the ledgers of in-process runs stay valid.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import signal
@@ -33,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from tasks.models.embedded_worker import EMBEDDED
-from tasks.models.llm import CustomLLM, ModelResponse, custom_llm_setup, litellm
 
 # Restarts of one model's worker per process (a sweep, or a unit flow run): after that, the
 # model's remaining chunks fail without being sent.
@@ -44,19 +44,41 @@ STOP_TIMEOUT_S = 10.0
 _ROOT = Path(__file__).resolve().parents[2]
 
 
-class EmbeddedModelCrashed(litellm.ServiceUnavailableError):
-    """An embedded model's worker process died (signal or exit code in the message).
+@functools.cache
+def _crash_type() -> type[Exception]:
+    from tasks.models.llm import litellm
 
-    A litellm exception type, so that litellm passes it on unchanged to the caller, which records
-    it as the request's ``error`` response without retrying (:data:`tasks.models.routes._FATAL`).
-    """
+    class EmbeddedModelCrashed(litellm.ServiceUnavailableError):
+        """An embedded model's worker process died (signal or exit code in the message).
 
-    def __init__(self, message: str, model: str = ""):
-        super().__init__(message=message, llm_provider="local", model=model)
-        self.message = message
+        A litellm exception type, so that litellm passes it on unchanged to the caller, which records
+        it as the request's ``error`` response without retrying (:func:`tasks.models.routes.fatal_errors`).
+        """
 
-    def __str__(self) -> str:
-        return self.message
+        def __init__(self, message: str, model: str = ""):
+            super().__init__(message=message, llm_provider="local", model=model)
+            self.message = message
+
+        def __str__(self) -> str:
+            return self.message
+
+    # Named as if defined at module level, so pickling and error messages find it by its name.
+    EmbeddedModelCrashed.__module__, EmbeddedModelCrashed.__qualname__ = __name__, "EmbeddedModelCrashed"
+    return EmbeddedModelCrashed
+
+
+def __getattr__(name: str) -> Any:
+    # EmbeddedModelCrashed derives from a litellm exception, and importing litellm takes seconds:
+    # the class is made on first use, so a sweep that sends nothing never imports litellm.
+    # ``except embedded.EmbeddedModelCrashed`` evaluates the name only when an exception arrives.
+    if name == "EmbeddedModelCrashed":
+        return _crash_type()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _crashed(message: str, model: str = "") -> Exception:
+    """An EmbeddedModelCrashed with ``message`` (the name is not a global of this module)."""
+    return _crash_type()(message, model)
 
 
 def _cause(returncode: int) -> str:
@@ -113,7 +135,7 @@ class Worker:
             if self.died is not None:
                 later = ("it is started again for the next chunk" if self.restarts < MAX_RESTARTS
                          else f"not restarted after {MAX_RESTARTS} restarts")
-                raise EmbeddedModelCrashed(f"{self.died} earlier in this chunk; not sent ({later})", self.route)
+                raise _crashed(f"{self.died} earlier in this chunk; not sent ({later})", self.route)
             if self._proc is None:
                 self._proc = self._start()
             proc = self._proc
@@ -133,7 +155,7 @@ class Worker:
             raise RuntimeError(f"embedded model {self.route}: {answer['error']}")
         return answer["text"], int(answer["prompt_tokens"]), int(answer["completion_tokens"]), answer.get("finish_reason")
 
-    def _died(self, proc: subprocess.Popen[bytes]) -> EmbeddedModelCrashed:
+    def _died(self, proc: subprocess.Popen[bytes]) -> Exception:
         # Its stdout is closed, so it is exiting: wait for the status that names the cause.
         try:
             returncode = proc.wait(timeout=STOP_TIMEOUT_S)
@@ -145,7 +167,7 @@ class Worker:
         self.died = f"embedded model {self.route}: worker process died with {_cause(returncode)}"
         with _registry_lock:
             _crashes.append(self.died)
-        return EmbeddedModelCrashed(self.died, self.route)
+        return _crashed(self.died, self.route)
 
     def stop(self) -> None:
         """Stop the worker process (closing its stdin ends it; killed if it does not end in time)."""
@@ -184,8 +206,8 @@ def worker(name: str) -> Worker:
 
 
 def begin_chunk(name: str) -> None:
-    """Prepare ``local/<name>`` for a chunk: the litellm route exists, a dead worker may restart."""
-    register()
+    """Prepare ``local/<name>`` for a chunk: a dead worker may restart (the litellm route is
+    registered by the first request sent, :func:`register`)."""
     worker(name).begin_chunk()
 
 
@@ -199,7 +221,7 @@ def check_crashes(since: int) -> None:
     """Raise EmbeddedModelCrashed naming each worker death after the first ``since`` of :func:`crashes`."""
     new = crashes()[since:]
     if new:
-        raise EmbeddedModelCrashed("; ".join(dict.fromkeys(new)))
+        raise _crashed("; ".join(dict.fromkeys(new)))
 
 
 @atexit.register
@@ -212,38 +234,45 @@ def stop_all() -> None:
         w.stop()
 
 
-class LocalProvider(CustomLLM):
-    """litellm's view of the embedded models: ``local/<name>``, answered by the model's worker."""
+@functools.cache
+def _provider() -> Any:
+    from tasks.models.llm import CustomLLM, ModelResponse
 
-    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        model = kwargs["model"].split("/", 1)[-1]
-        params = dict(kwargs.get("optional_params") or {})
-        started = time.monotonic()
-        text, p_tok, c_tok, finish = worker(model).generate(kwargs["messages"], params)
-        return ModelResponse(
-            model=f"local/{model}",
-            choices=[{"index": 0, "finish_reason": finish or "stop",
-                      "message": {"role": "assistant", "content": text}}],
-            usage={"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok},
-            response_ms=(time.monotonic() - started) * 1000,
-        )
+    class LocalProvider(CustomLLM):
+        """litellm's view of the embedded models: ``local/<name>``, answered by the model's worker."""
 
-    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        import asyncio
+        def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            model = kwargs["model"].split("/", 1)[-1]
+            params = dict(kwargs.get("optional_params") or {})
+            started = time.monotonic()
+            text, p_tok, c_tok, finish = worker(model).generate(kwargs["messages"], params)
+            return ModelResponse(
+                model=f"local/{model}",
+                choices=[{"index": 0, "finish_reason": finish or "stop",
+                          "message": {"role": "assistant", "content": text}}],
+                usage={"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok},
+                response_ms=(time.monotonic() - started) * 1000,
+            )
 
-        return await asyncio.to_thread(self.completion, *args, **kwargs)
+        async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            import asyncio
+
+            return await asyncio.to_thread(self.completion, *args, **kwargs)
+
+    return LocalProvider()
 
 
 _registered = False
 
 
 def register() -> None:
-    """Make ``local/<name>`` routable through litellm (idempotent)."""
+    """Make ``local/<name>`` routable through litellm (idempotent; imports litellm)."""
     global _registered
     if _registered:
         return
-    provider = LocalProvider()
+    from tasks.models.llm import custom_llm_setup, litellm
+
     existing = [p for p in (litellm.custom_provider_map or []) if p.get("provider") != "local"]
-    litellm.custom_provider_map = existing + [{"provider": "local", "custom_handler": provider}]
+    litellm.custom_provider_map = existing + [{"provider": "local", "custom_handler": _provider()}]
     custom_llm_setup()
     _registered = True

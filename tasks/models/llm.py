@@ -7,6 +7,9 @@ litellm downloads its price map while it is being imported unless ``LITELLM_LOCA
 :func:`tasks.environment.offline`: the variables hold for the import only, values already set
 win, and the environment is as before afterwards (importing changes nothing). litellm's global
 settings that every call relies on are set here too, once.
+
+Importing litellm takes seconds, so the modules that use it import this one inside the functions
+that send (routes, batch jobs, the embedded provider): a sweep answered from the ledger never does.
 """
 
 from __future__ import annotations

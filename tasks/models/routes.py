@@ -12,6 +12,7 @@ result is an ``error`` response, which the next sweep sends again.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import random
@@ -23,21 +24,20 @@ from typing import Any, Awaitable, Callable
 from tasks.models import embedded, embedded_worker, limits
 from tasks.models.config import ModelConfig
 from tasks.models.cost import prompt_token_estimate, response_cost
-from tasks.models.llm import litellm
 from tasks.models.pricing import Price, price
 from tasks.records import Request, Response, Route, now_utc
 
 log = logging.getLogger("invarbench.concurrency")
 
-# Errors that a retry cannot fix; everything else (429, 5xx, timeouts, broken bodies) is retried.
-# An embedded model's worker that died is restarted for the next chunk, not retried within this one.
-_FATAL = (
-    litellm.BadRequestError,
-    litellm.AuthenticationError,
-    litellm.PermissionDeniedError,
-    litellm.NotFoundError,
-    embedded.EmbeddedModelCrashed,
-)
+@functools.cache
+def fatal_errors() -> tuple[type[BaseException], ...]:
+    """Errors that a retry cannot fix; everything else (429, 5xx, timeouts, broken bodies) is retried.
+    An embedded model's worker that died is restarted for the next chunk, not retried within this one.
+    (Made on first use: litellm is imported only by a sweep that sends something.)"""
+    from tasks.models.llm import litellm
+
+    return (litellm.BadRequestError, litellm.AuthenticationError, litellm.PermissionDeniedError,
+            litellm.NotFoundError, embedded.EmbeddedModelCrashed)
 
 
 def route_for(cfg: ModelConfig) -> Route:
@@ -180,6 +180,8 @@ def _log(message: str, *args: Any) -> None:
 
 def is_throttle(exc: BaseException) -> bool:
     """Whether a failure is the provider asking us to slow down: a 429, or any answer with Retry-After."""
+    from tasks.models.llm import litellm
+
     return isinstance(exc, litellm.RateLimitError) or _retry_after(exc) is not None
 
 
@@ -215,7 +217,12 @@ class Caller:
     run_id: str
     limiter: RateLimiter | limits.SharedLimiter
     local: RateLimiter  # the in-process limiter (also inside a SharedLimiter): its adaptive state
-    price: Price | None = None
+
+    @functools.cached_property
+    def price(self) -> Price | None:
+        """The model's price, looked up when first needed (litellm's table: an import a sweep
+        answered from the ledger does not pay)."""
+        return price(self.cfg)
 
     @classmethod
     def create(cls, name: str, cfg: ModelConfig, run_id: str) -> "Caller":
@@ -233,7 +240,7 @@ class Caller:
             specs = limits.limit_specs(name, cfg)
             limits.check_limits(specs)  # fail the chunk before sending anything, not per request
             limiter = limits.SharedLimiter(local, specs)
-        return cls(name=name, cfg=cfg, run_id=run_id, limiter=limiter, local=local, price=price(cfg))
+        return cls(name=name, cfg=cfg, run_id=run_id, limiter=limiter, local=local)
 
     def messages(self, request: Request) -> list[dict[str, str]]:
         """The request's messages in the chat format."""
@@ -270,6 +277,10 @@ class Caller:
         return body
 
     async def _once(self, request: Request, api_key: str | None) -> Any:
+        from tasks.models.llm import litellm
+
+        if self.cfg.provider == "local":
+            embedded.register()
         kwargs: dict[str, Any] = dict(self.body(request), model=self.cfg.model, timeout=self.cfg.timeout_s,
                                       num_retries=0, max_retries=0, **self.server(api_key))
         tokens = estimate_tokens(kwargs["messages"], self.cfg.max_tokens)
@@ -298,7 +309,7 @@ class Caller:
                 )
             except limits.SharedLimitError:
                 raise  # our set-up, not the model's answer: never a ledger row
-            except _FATAL as exc:
+            except fatal_errors() as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 break
             except Exception as exc:  # noqa: BLE001 - every other failure is retried, then recorded
