@@ -9,7 +9,7 @@ import subprocess
 import duckdb
 import pytest
 
-from conftest import write_config
+from conftest import run_cli, write_config
 from tasks.config import ConfigError, load_config
 from tasks.lake.catalog import build_catalog, open_catalog
 from tasks.lake.ducklake import DuckLakeStore, import_parquet_lake
@@ -18,6 +18,10 @@ from tasks.lake.lake import Lake
 
 LIMIT = "300MB"
 SETTINGS = "SELECT current_setting('memory_limit'), current_setting('temp_directory')"
+# The limit in bytes, from DuckDB's own report of it (such as '18.8 GiB').
+_IN_BYTES = """SELECT CAST(split_part(v, ' ', 1) AS DOUBLE) * CASE split_part(v, ' ', 2) WHEN 'KiB' THEN 1024
+               WHEN 'MiB' THEN 1024 ^ 2 WHEN 'GiB' THEN 1024 ^ 3 WHEN 'TiB' THEN 1024 ^ 4 ELSE 1 END
+               FROM (SELECT current_setting('memory_limit') AS v)"""
 
 
 def _reported(limit: str) -> str:
@@ -91,6 +95,8 @@ def test_a_query_beyond_the_limit_spills_into_the_spill_folder(tmp_path):
     ("memory_limit", "lots", "warehouse.memory_limit: 'lots' is not a size"),
     ("memory_limit", "2 GiBs", "is not a size"),
     ("memory_limit", "10MB", "below 64MB"),
+    ("memory_limit", "0%", "between 0% and 100%"),
+    ("memory_limit", "150%", "between 0% and 100%"),
     ("spill_dir", "s3://bucket/spill", "warehouse.spill_dir: 's3://bucket/spill' is a URL"),
 ])
 def test_bad_limits_are_configuration_errors(tmp_path, key, value, message):
@@ -99,9 +105,24 @@ def test_bad_limits_are_configuration_errors(tmp_path, key, value, message):
         load_config(path, suites=False)
 
 
-def test_the_default_is_two_gigabytes_in_the_system_temp_dir(tmp_path):
+def test_the_default_is_duckdbs_own_share_of_memory_in_the_system_temp_dir(tmp_path):
     cfg = load_config(write_config(tmp_path / "invarbench.toml", {"warehouse": {"path": str(tmp_path)}}), suites=False)
-    assert Limits.of(cfg.warehouse) == Limits() == Limits("2GB", "")
+    assert Limits.of(cfg.warehouse) == Limits() == Limits("80%", "")
+    with duckdb.connect() as con:  # DuckDB's own default: 80% of the memory it sees
+        duckdb_default = con.execute(_IN_BYTES).fetchone()[0]
     with connect() as con:
-        memory, folder = con.execute(SETTINGS).fetchone()
-    assert memory == _reported("2GB") and "/invarbench-spill/duckdb-" in folder
+        folder = con.execute(SETTINGS).fetchone()[1]
+        assert con.execute(_IN_BYTES).fetchone()[0] == pytest.approx(duckdb_default, rel=0.02)  # reported to 0.1 GiB, cut
+    assert "/invarbench-spill/duckdb-" in folder
+    with connect(limits=Limits("40%")) as con:
+        assert con.execute(_IN_BYTES).fetchone()[0] == pytest.approx(duckdb_default / 2, rel=0.02)
+
+
+def test_a_query_beyond_the_limit_names_the_setting_to_raise(tmp_path):
+    # A list aggregate cannot spill: beyond the limit it stops, and the user is told which key to raise.
+    path = write_config(tmp_path / "invarbench.toml", {"warehouse": {"path": str(tmp_path / "wh"), "memory_limit": "64MB"}})
+    done = run_cli("sql", "SELECT length(list(i)) AS n FROM range(20000000) t(i)", "--config", str(path))
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "Out of Memory" in done.stderr, done.stderr
+    assert f"warehouse.memory_limit (64MB) allows; raise it in {path}" in done.stderr
+    assert run_cli("sql", "SELECT count(*) AS n FROM range(1000)", "--config", str(path)).returncode == 0

@@ -64,6 +64,9 @@ def sql(
         fail(f"cannot open {catalog}: {exc}", 1)
     try:
         rows = query(con, query_text)
+    except duckdb.OutOfMemoryException as exc:
+        fail(f"query failed: {str(exc).splitlines()[0]}: it needs more memory than warehouse.memory_limit "
+             f"({cfg.warehouse.memory_limit}) allows; raise it in {config or 'the configuration'}", 1)
     except duckdb.Error as exc:
         fail(f"query failed: {exc}", 1)
     finally:

@@ -16,7 +16,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -37,6 +37,9 @@ LAKE_TABLE_MACRO = (f"CREATE OR REPLACE MACRO lake_table(tbl) AS TABLE "
 
 def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ class DuckLakeStore:
         if new:
             Path(self.catalog[len("sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)
         mode = "READ_ONLY" if read_only else f"DATA_PATH {_literal(self.data_path)}"
-        con.execute(f"ATTACH IF NOT EXISTS {_literal('ducklake:' + self.catalog)} AS {ALIAS} ({mode})")
+        _retrying(lambda: con.execute(f"ATTACH IF NOT EXISTS {_literal('ducklake:' + self.catalog)} AS {ALIAS} ({mode})"))
         if new:
             # Readers then never wait for a writer (measured: 310 ms median → 18 ms); it persists in the file.
             with contextlib.closing(sqlite3.connect(self.catalog[len("sqlite:"):])) as db:
@@ -92,7 +95,8 @@ class DuckLakeStore:
             if table not in have:
                 con.register("invarbench_schema", schema.empty_table())
                 with contextlib.suppress(duckdb.CatalogException):  # another process created it first
-                    con.execute(f"CREATE TABLE {ALIAS}.main.{table} AS SELECT * FROM invarbench_schema WITH NO DATA")
+                    _retrying(lambda: con.execute(
+                        f"CREATE TABLE {ALIAS}.main.{table} AS SELECT * FROM invarbench_schema WITH NO DATA"))
                 con.unregister("invarbench_schema")
 
 
@@ -100,10 +104,9 @@ def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message:
            attempts: int = 20) -> int:
     """Append ``chunk`` to ``table`` in one transaction (one snapshot); returns the snapshot id.
 
-    DuckLake retries logical conflicts itself; a SQLite catalog can still report ``database is
-    locked`` under concurrent writers, so the whole transaction is retried with jittered backoff.
+    DuckLake retries logical conflicts itself; the rest is retried whole (:func:`_retrying`).
     """
-    for attempt in range(attempts):
+    def append() -> int:
         con.register("invarbench_chunk", chunk)
         try:
             con.execute("BEGIN")
@@ -111,15 +114,29 @@ def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message:
             if message:
                 con.execute(f"CALL ducklake_set_commit_message('{ALIAS}', 'invarbench', ?)", [message])
             con.execute("COMMIT")
-            return snapshot(con)
-        except duckdb.TransactionException:
+        except duckdb.Error:
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
-            if attempt == attempts - 1:
-                raise
-            time.sleep(min(2.0, 0.05 * 2 ** attempt) * random.random())
+            raise
         finally:
             con.unregister("invarbench_chunk")
+        return snapshot(con)
+
+    return _retrying(append, attempts)
+
+
+def _retrying(work: Callable[[], T], attempts: int = 20) -> T:
+    """``work()``, run again with jittered backoff while it fails for a reason that passes: a
+    conflict DuckLake did not resolve itself, or a SQLite catalog that another process holds
+    (``database is locked``: its writers, a compaction, another process attaching it)."""
+    for attempt in range(attempts):
+        try:
+            return work()
+        except duckdb.Error as exc:
+            passing = isinstance(exc, duckdb.TransactionException) or "database is locked" in str(exc)
+            if not passing or attempt == attempts - 1:
+                raise
+            time.sleep(min(2.0, 0.05 * 2 ** attempt) * random.random())
     raise AssertionError("unreachable")
 
 
@@ -134,10 +151,10 @@ def compact(con: duckdb.DuckDBPyConnection) -> int:
 
     Safe during writes and beside another compaction: each step is a DuckLake transaction.
     """
-    con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')")
-    merged = con.execute(f"CALL ducklake_merge_adjacent_files('{ALIAS}')").fetchall()
-    con.execute(f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => now())")
-    con.execute(f"CALL ducklake_cleanup_old_files('{ALIAS}', cleanup_all => true)")
+    _retrying(lambda: con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')"))
+    merged = _retrying(lambda: con.execute(f"CALL ducklake_merge_adjacent_files('{ALIAS}')").fetchall())
+    _retrying(lambda: con.execute(f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => now())"))
+    _retrying(lambda: con.execute(f"CALL ducklake_cleanup_old_files('{ALIAS}', cleanup_all => true)"))
     return sum(int(r[2]) for r in merged)
 
 

@@ -63,7 +63,25 @@ class Limits:
         base = Path(self.spill_dir).expanduser() if self.spill_dir else Path(tempfile.gettempdir()) / "invarbench-spill"
         base.mkdir(parents=True, exist_ok=True)
         folder = base.resolve() / f"duckdb-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        return {"memory_limit": self.memory_limit, "temp_directory": str(folder)}
+        return {"memory_limit": _size(self.memory_limit), "temp_directory": str(folder)}
+
+
+def _size(memory_limit: str) -> str:
+    """``memory_limit`` in DuckDB's size syntax: a share (``50%``) of the memory DuckDB sees."""
+    if not memory_limit.endswith("%"):
+        return memory_limit
+    return f"{int(_memory_seen() * float(memory_limit[:-1]) / 100) >> 20}MiB"
+
+
+@functools.cache
+def _memory_seen() -> int:
+    """The memory DuckDB sees (the machine's, or a container's limit), in bytes: its default
+    limit is 80% of it, and DuckDB alone reads the container limits of every platform."""
+    with duckdb.connect() as con:
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    number, unit = limit.split()
+    units = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
+    return int(float(number) * units[unit] / 0.8)
 
 
 def connect(database: str = ":memory:", limits: Limits | None = None, read_only: bool = False,
