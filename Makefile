@@ -47,11 +47,14 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 # only a `python -S -I` child puts on its path) and Inspect AI (a venv). Each is pinned whole by its
 # constraints file and reinstalled when that file changes; nothing is downloaded at test time.
 DUCKDB_1X := $(VENV)/duckdb-1x
+DUCKDB_CLI_NEWEST := $(VENV)/duckdb-cli-newest
 INSPECT_VENV := $(VENV)/inspect
 
 $(DUCKDB_1X)/.installed: constraints-duckdb-1x.txt | $(STAMP)
 	rm -rf $(DUCKDB_1X)
 	$(PY) -m pip install --quiet --no-deps --target $(DUCKDB_1X) -c constraints-duckdb-1x.txt duckdb
+	rm -rf $(DUCKDB_CLI_NEWEST)
+	$(PY) -m pip install --quiet --no-deps --target $(DUCKDB_CLI_NEWEST) -c constraints-duckdb-1x.txt duckdb-cli
 	touch $@
 
 $(INSPECT_VENV)/.installed: constraints-inspect.txt | $(STAMP)

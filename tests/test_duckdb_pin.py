@@ -34,6 +34,8 @@ README_COMMAND = ".venv/bin/duckdb -readonly warehouse/invarbench.duckdb"
 # An older DuckDB 1.x library that `make install` puts beside Python (.venv/duckdb-1x), pinned in
 # constraints-duckdb-1x.txt, outside the main environment's site-packages.
 DUCKDB_1X = Path(sys.executable).parent.parent / "duckdb-1x"
+# The newest DuckDB shell on PyPI, newer than SHELL (.venv/duckdb-cli-newest, same constraints file).
+NEWEST_SHELL = Path(sys.executable).parent.parent / "duckdb-cli-newest" / "duckdb_cli" / "duckdb"
 # Every row of every view as JSON text made by DuckDB itself: no Python type conversion differs
 # between the two libraries (the older one runs without pytz, in `python -S -I`: no site-packages,
 # no PYTHONPATH, so only the folder it is given).
@@ -140,11 +142,24 @@ def _built_catalog(home: Path) -> tuple[Path, dict[str, list[str]]]:
 def test_the_readme_command_opens_the_warehouse_in_the_installed_shell_with_every_view(old_warehouse):
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert README_COMMAND in readme
+    _every_view_counted_by(SHELL, old_warehouse)
+
+
+def test_the_newest_duckdb_shell_on_pypi_reads_every_view(old_warehouse):
+    pinned = re.search(r"^duckdb-cli==(\S+)$", (REPO / "constraints-duckdb-1x.txt").read_text(encoding="utf-8"), re.M)[1]
+    assert NEWEST_SHELL.is_file(), f"{NEWEST_SHELL} is missing: run `make install`"
+    version = subprocess.run([str(NEWEST_SHELL), "-version"], capture_output=True, text=True, timeout=60).stdout
+    assert version.startswith(f"v{pinned}") and pinned != duckdb.__version__, version
+    _every_view_counted_by(NEWEST_SHELL, old_warehouse)
+
+
+def _every_view_counted_by(shell: Path, old_warehouse: Path) -> None:
+    """The README's command, run with ``shell``, counts the rows of every view as Python's DuckDB does."""
     _, rows = _built_catalog(old_warehouse)
     views, expected = sorted(rows), {v: len(r) for v, r in rows.items()}
     script = ".mode csv\n.headers off\n" + "".join(f"SELECT '{v}', count(*) FROM {v};\n" for v in views)
     argv = README_COMMAND.split()
-    done = subprocess.run([str(SHELL), *argv[1:]], cwd=old_warehouse, input=script, capture_output=True,
+    done = subprocess.run([str(shell), *argv[1:]], cwd=old_warehouse, input=script, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0 and not done.stderr, done.stderr
     counts = {name: int(n) for name, n in csv.reader(io.StringIO(done.stdout))}
