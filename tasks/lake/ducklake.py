@@ -147,7 +147,8 @@ def snapshot(con: duckdb.DuckDBPyConnection) -> int:
 
 def compact(con: duckdb.DuckDBPyConnection) -> int:
     """DuckLake's maintenance: small inserts flushed to Parquet, adjacent files merged, snapshots
-    before this one expired and their files deleted; returns how many files were merged.
+    before this one expired and their files deleted, files of failed commits (an hour old) deleted;
+    returns how many files were merged.
 
     Safe during writes and beside another compaction: each step is a DuckLake transaction.
     """
@@ -155,6 +156,10 @@ def compact(con: duckdb.DuckDBPyConnection) -> int:
     merged = _retrying(lambda: con.execute(f"CALL ducklake_merge_adjacent_files('{ALIAS}')").fetchall())
     _retrying(lambda: con.execute(f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => now())"))
     _retrying(lambda: con.execute(f"CALL ducklake_cleanup_old_files('{ALIAS}', cleanup_all => true)"))
+    # A write or merge whose commit failed (and was retried) leaves its file in no snapshot; one
+    # younger than an hour may still belong to a transaction in flight, so it waits for the next.
+    _retrying(lambda: con.execute(
+        f"CALL ducklake_delete_orphaned_files('{ALIAS}', older_than => now() - INTERVAL 1 HOUR)"))
     return sum(int(r[2]) for r in merged)
 
 
