@@ -161,7 +161,7 @@ def prepare_items(cfg: Config) -> tuple[list[dict[str, Any]], list[list[dict[str
     # Items are content-addressed: a chunk the lake already holds whole passed validation when it
     # was stored, so only chunks with a new item are checked (and Great Expectations is imported).
     # Read-only: nothing (not even a schema file) is written before every chunk has passed.
-    stored = stored_item_ids(Lake(cfg.lake_path, read_only=True), [r["item_id"] for r in rows])
+    stored = stored_item_ids(Lake.of(cfg, read_only=True), [r["item_id"] for r in rows])
     fresh = [i for i, chunk in enumerate(chunks) if any(r["item_id"] not in stored for r in chunk)]
     with progress.stage("validate", len(fresh)) as advance:
         for i in fresh:

@@ -161,7 +161,8 @@ def stop_a_sweep_on_the_session_server(tmp_path: Path, stop: Callable[[subproces
 
 def test_ctrl_c_to_the_process_group_stops_the_sweep_and_its_flow_run_is_cancelled(tmp_path):
     """Ctrl-C reaches the terminal's whole foreground group: the sweep and the processes it started."""
-    stop_a_sweep_on_the_session_server(tmp_path, lambda proc: os.killpg(proc.pid, signal.SIGINT), 130)
+    run = stop_a_sweep_on_the_session_server(tmp_path, lambda proc: os.killpg(proc.pid, signal.SIGINT), 130)
+    assert run["message"].startswith("SIGINT received")  # the run says what stopped it
 
 
 def test_a_cancellation_through_the_prefect_api_stops_a_cli_sweep(tmp_path):
