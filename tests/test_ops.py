@@ -22,7 +22,8 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRun
 from conftest import REPO, fake_model_config, run_cli
 from fakes import FakeProvider, FakeServer
 from ops_server import TIMEZONE, Ops, child_runs, stop, worker_logs
-from tasks.config import ConfigError, load_config
+from tasks.config import load_config
+from tasks.errors import ConfigError
 from tasks.lake.lake import Lake
 from tasks.models.limits import (
     LimitSpec,
