@@ -17,7 +17,7 @@ process is gone), which the storage layer beneath them all does not import.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterator
 
 import duckdb
@@ -81,7 +81,7 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         """The report for machines (``invarbench check --json``)."""
         return {"damaged": self.damaged, "summary": self.summary(),
-                "checks": [f.__dict__ for f in self.findings]}
+                "checks": [asdict(f) for f in self.findings]}
 
 
 # --- the data files -----------------------------------------------------------------------------
