@@ -39,6 +39,8 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)", re.IGNO
 _UNIT = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 _MIN_MEMORY = 64 * 10**6  # below this DuckDB cannot even bind the views
+# One keyword=value pair of a libpq connection string; a value may be single-quoted.
+_LIBPQ_PAIR = re.compile(r"\s*(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s']+)")
 
 
 class ConfigError(ValueError):
@@ -84,6 +86,10 @@ class WarehouseConfig(StrictConfig):
                               "sees (80%, the default); beyond it queries spill to spill_dir")
     spill_dir: str = Field("", description="local folder where DuckDB spills what exceeds memory_limit; "
                            "default <system temp dir>/invarbench-spill (never inside an s3:// lake)")
+    # Never a password here either: libpq reads PGPASSWORD or ~/.pgpass itself.
+    catalog: str = Field("", description="the DuckLake catalog: \"\" for SQLite in the lake folder (an s3:// "
+                         "lake's at <path>/lake-catalog.sqlite), \"sqlite:/abs/path\", or "
+                         "\"postgres:<libpq connection string>\" (host=... dbname=... user=...)")
 
     @field_validator("memory_limit")
     @classmethod
@@ -106,6 +112,24 @@ class WarehouseConfig(StrictConfig):
         if "://" in value:
             raise ValueError(f"{value!r} is a URL; DuckDB spills to a local folder only")
         return value
+
+    @field_validator("catalog")
+    @classmethod
+    def _a_catalog(cls, value: str) -> str:
+        kind, _, rest = value.partition(":")
+        if not value or (kind == "sqlite" and rest and "://" not in rest):
+            return value
+        if kind == "postgres":
+            pairs = _LIBPQ_PAIR.findall(rest)
+            if not rest.strip() or _LIBPQ_PAIR.sub("", rest).strip():
+                raise ValueError(f"{value!r}: after postgres: comes a libpq connection string of key=value "
+                                 "pairs, e.g. postgres:host=db.example dbname=lake user=invarbench")
+            if any(key.lower() == "password" for key, _ in pairs):
+                raise ValueError("a password is never written in the configuration (it is stored with each "
+                                 "run): set PGPASSWORD or use ~/.pgpass")
+            return value
+        raise ValueError(f"{value!r} is not a catalog; expected \"\" (SQLite beside the lake), "
+                         "\"sqlite:/abs/path\" or \"postgres:host=... dbname=... user=...\"")
 
     @field_validator("endpoint_url")
     @classmethod
@@ -287,6 +311,23 @@ class Config(StrictConfig):
         from urllib.parse import urlencode
 
         return lake + ("&" if "?" in lake else "?") + urlencode(options)
+
+    @property
+    def lake_catalog(self) -> str:
+        """The DuckLake catalog as :class:`tasks.lake.ducklake.DuckLakeStore` takes it:
+        ``sqlite:/abs/path`` or ``postgres:<libpq connection string>``.
+
+        By default a SQLite file in the lake folder, or, for an ``s3://`` lake (a SQLite file
+        cannot live in a bucket), in the warehouse folder.
+        """
+        kind, _, rest = self.warehouse.catalog.partition(":")
+        if kind == "postgres":
+            return self.warehouse.catalog
+        if kind == "sqlite":
+            return f"sqlite:{Path(rest).expanduser().resolve()}"
+        lake = self.warehouse.lake
+        folder = self.warehouse_path if lake.startswith("s3://") else Path(lake or self.warehouse_path / "lake")
+        return f"sqlite:{folder.expanduser().resolve() / 'lake-catalog.sqlite'}"
 
     def resolved(self) -> dict[str, Any]:
         """The configuration as stored with a run: plain data, secrets never included (keys are env var names)."""
