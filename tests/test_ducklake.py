@@ -4,11 +4,14 @@ lake with the same marts, concurrent commits with compaction running, time trave
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 import shutil
 import subprocess
 import sys
 from typing import Callable
+
+import pyarrow as pa
 
 from conftest import REPO
 from tasks.lake.ducklake import DuckLakeStore, commit, compact, create_views, import_parquet_lake, snapshot
@@ -17,11 +20,21 @@ from tasks.lake.schemas import SCHEMAS
 from tasks.lake.views import query
 from test_duckdb_pin import FIXTURE, assert_same_marts
 
-WRITER = """
-import sys, json, datetime as dt, pyarrow as pa
+
+def responses(prefix: str, n: int = 100) -> pa.Table:
+    """``n`` responses with ids of their own (``<prefix>-<j>``), the other columns empty."""
+    ids = [f"{prefix}-{j}" for j in range(n)]
+    rows = {name: [None] * n for name in SCHEMAS["responses"].names}
+    rows.update(response_id=ids, request_id=ids, status=["ok"] * n,
+                created_at=[dt.datetime.now(dt.timezone.utc)] * n)
+    return pa.table(rows, schema=SCHEMAS["responses"])
+
+
+# A writer process: the chunk builder above, then a store from argv and its commits (or compactions).
+WRITER = "import datetime as dt, json, sys\nimport pyarrow as pa\n" \
+    "from tasks.lake.schemas import SCHEMAS\n" + inspect.getsource(responses) + """
 from tasks.lake.ducklake import DuckLakeStore, commit, compact
 from tasks.lake.engine import s3_secret
-from tasks.lake.schemas import SCHEMAS
 spec, who, n = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 s3 = spec.pop("s3", None)  # (endpoint, region): the secret from this process's AWS_* variables
 store = DuckLakeStore(**spec, secret=s3_secret(*s3) if s3 else {})
@@ -29,12 +42,8 @@ con = store.connect()
 for i in range(n):
     if who == "compactor":
         compact(con)
-        continue
-    ids = [f"{who}-{i}-{j}" for j in range(100)]
-    rows = {name: [None] * 100 for name in SCHEMAS["responses"].names}
-    rows.update(response_id=ids, request_id=ids, status=["ok"] * 100,
-                created_at=[dt.datetime.now(dt.timezone.utc)] * 100)
-    commit(con, "responses", pa.table(rows, schema=SCHEMAS["responses"]), f"{who} chunk {i}")
+    else:
+        commit(con, "responses", responses(f"{who}-{i}"), f"{who} chunk {i}")
 """
 
 
@@ -89,8 +98,6 @@ def test_three_writers_and_a_compactor_lose_and_duplicate_nothing(tmp_path):
 def test_a_run_can_read_the_lake_as_of_a_snapshot(tmp_path):
     con = DuckLakeStore.local(tmp_path / "wh").connect()
     row = {name: None for name in SCHEMAS["runs"].names}
-    import pyarrow as pa
-
     first = commit(con, "runs", pa.Table.from_pylist([{**row, "run_id": "r1", "status": "completed",
                                                           "started_at": dt.datetime.now(dt.timezone.utc)}],
                                                         schema=SCHEMAS["runs"]), "r1")

@@ -14,7 +14,7 @@ from tasks.lake.ducklake import DuckLakeStore, commit, snapshot
 from tasks.lake.engine import s3_secret
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.views import query
-from test_ducklake import assert_every_row_once_after_compaction, run_writers
+from test_ducklake import assert_every_row_once_after_compaction, responses, run_writers
 
 
 @pytest.fixture(scope="module")
@@ -28,19 +28,6 @@ def shared_store(postgres, s3: s3_server.S3Server, name: str) -> DuckLakeStore:
     """A lake of its own: a new database on the session's PostgreSQL, data under ``name/`` in the bucket."""
     return DuckLakeStore(f"postgres:{postgres.create_database(name)}", f"s3://{s3_server.BUCKET}/{name}/",
                          secret=s3_secret(s3.endpoint, s3_server.REGION))
-
-
-def responses(prefix: str, n: int = 100):
-    """``n`` responses with ids of their own, the other columns empty."""
-    import datetime as dt
-
-    import pyarrow as pa
-
-    ids = [f"{prefix}-{j}" for j in range(n)]
-    rows = {name: [None] * n for name in SCHEMAS["responses"].names}
-    rows.update(response_id=ids, request_id=ids, status=["ok"] * n,
-                created_at=[dt.datetime.now(dt.timezone.utc)] * n)
-    return pa.table(rows, schema=SCHEMAS["responses"])
 
 
 # --- configuration: no server needed --------------------------------------------------------------
