@@ -9,10 +9,9 @@ import pytest
 
 import s3_server
 from conftest import running_s3_server, write_config
-from tasks.config import ConfigError, load_config
+from tasks.config import Config, ConfigError, load_config
 from tasks.lake.ducklake import DuckLakeStore, commit, snapshot
 from tasks.lake.engine import s3_secret
-from tasks.lake.schemas import SCHEMAS
 from tasks.lake.views import query
 from test_ducklake import assert_every_row_once_after_compaction, responses, run_writers
 
@@ -25,9 +24,12 @@ def s3(tmp_path_factory):
 
 
 def shared_store(postgres, s3: s3_server.S3Server, name: str) -> DuckLakeStore:
-    """A lake of its own: a new database on the session's PostgreSQL, data under ``name/`` in the bucket."""
-    return DuckLakeStore(f"postgres:{postgres.create_database(name)}", f"s3://{s3_server.BUCKET}/{name}/",
-                         secret=s3_secret(s3.endpoint, s3_server.REGION))
+    """A lake of its own, configured as users do (``[warehouse] catalog``, ``lake``, ``endpoint_url``):
+    a new database on the session's PostgreSQL, the data under ``name/`` in the bucket."""
+    cfg = Config.model_validate({"warehouse": {"catalog": f"postgres:{postgres.create_database(name)}",
+                                               **s3.lake_config(name)}})
+    return DuckLakeStore(cfg.lake_catalog, f"{cfg.warehouse.lake}/",
+                         secret=s3_secret(cfg.warehouse.endpoint_url, cfg.warehouse.region))
 
 
 # --- configuration: no server needed --------------------------------------------------------------
