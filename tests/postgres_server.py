@@ -11,12 +11,15 @@ run as root: as root it runs as ``nobody`` (through ``runuser``), otherwise as t
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +33,8 @@ INSTALL_HINT = "PostgreSQL's server is not installed: apt-get install postgresql
 
 def server_bin() -> Path | None:
     """The folder of ``initdb`` and ``pg_ctl``: the newest of the distribution's, else on PATH."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+                   key=lambda p: [int(n) for n in re.findall(r"\d+", p.parts[-3])])
     if found:
         return found[-1].parent
     initdb = shutil.which("initdb")
@@ -90,18 +94,31 @@ def start() -> PostgresServer:
     return server
 
 
+def running(pid: int) -> bool:
+    """Whether process ``pid`` still runs: neither gone nor a zombie (pg_ctl leaves the server to
+    init, which reaps it in its own time)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def stop(server: PostgresServer) -> None:
-    """Stop the server (immediately: nothing in it is kept), kill it if it does not go, and delete
-    its folder. Safe to call twice."""
+    """Stop the server (immediately: nothing in it is kept), kill it if it has not ended within
+    30 s, and delete its folder. Safe to call twice."""
     pid_file = server.root / "data" / "postmaster.pid"
-    if pid_file.exists():
-        try:
+    try:
+        pid = int(pid_file.read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        pid = None  # never started, or stopped already
+    if pid is not None:
+        with contextlib.suppress(RuntimeError, OSError, subprocess.TimeoutExpired):
             _run([str(server.bin / "pg_ctl"), "-D", str(server.root / "data"), "-m", "immediate", "-w", "stop"])
-        except (RuntimeError, subprocess.TimeoutExpired):
-            pass  # killed below
-        if pid_file.exists():
-            try:
-                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
-            except (ProcessLookupError, ValueError, IndexError):
-                pass
+        deadline = time.monotonic() + 30
+        while running(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError):
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
     shutil.rmtree(server.root, ignore_errors=True)

@@ -4,9 +4,14 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+import socket
+
 import duckdb
 import pytest
 
+import postgres_server
 import s3_server
 from conftest import running_s3_server, write_config
 from tasks.config import Config, ConfigError, load_config
@@ -58,6 +63,19 @@ def test_the_catalog_key_resolves_to_the_string_the_store_takes(tmp_path):
 
 
 # --- PostgreSQL and S3 ----------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_test_postgres_runs_unprivileged_and_leaves_nothing_behind():
+    server = postgres_server.start()
+    pid = int((server.root / "data" / "postmaster.pid").read_text().split()[0])
+    owner = pwd.getpwuid(os.stat(server.root / "data").st_uid).pw_name
+    assert owner == ("nobody" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name)
+    postgres_server.stop(server)
+    assert not server.root.exists()
+    assert not postgres_server.running(pid)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=5)
+
 
 @pytest.mark.slow
 def test_three_writers_and_a_compactor_on_postgres_and_s3_lose_and_duplicate_nothing(postgres, s3):

@@ -69,8 +69,8 @@ def sql(
         con = open_catalog(catalog, lake) if at is None else _as_of(lake, at)
     except LakeError as exc:
         fail(str(exc))
-    except ConfigError as exc:
-        fail(f"--at {at}: {exc}")
+    except ConfigError as exc:  # from resolve_snapshot when --at names no snapshot
+        fail(f"--at {at}: {exc}" if at is not None else str(exc))
     except duckdb.IOException as exc:
         fail(f"cannot open {catalog}: {exc}", 1)
     try:
