@@ -25,7 +25,8 @@ from urllib.parse import urlsplit
 
 import duckdb
 
-from tasks.config import DEFAULT_MEMORY_LIMIT, ConfigError, WarehouseConfig
+from tasks.config import ConfigError
+from tasks.lake.config import DEFAULT_MEMORY_LIMIT, WarehouseConfig
 
 # The extensions the product uses, by their file names (each wheel is duckdb-extension-<name with dashes>).
 EXTENSIONS = ("ducklake", "sqlite_scanner", "httpfs", "postgres_scanner")
