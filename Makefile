@@ -71,6 +71,10 @@ test: install
 	# The report test opens the HTML in a real headless Chromium, from Debian's packages.
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: the browser test will be skipped"
+	# The DuckLake tests start a real PostgreSQL (tests/postgres_server.py) from Debian's packages.
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
+		|| (apt-get update -qq && apt-get install -y -qq postgresql >/dev/null) \
+		|| echo "postgresql could not be installed (apt-get install postgresql): the Postgres catalog tests will fail"
 	$(PY) -m pytest -q -ra --durations=30
 
 # The edit loop: every test not marked slow (slow: the real embedded model, a sweep in a process
