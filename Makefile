@@ -71,11 +71,15 @@ test: install
 	# The report test opens the HTML in a real headless Chromium, from Debian's packages.
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: the browser test will be skipped"
+	# The DuckLake tests start a real PostgreSQL (tests/postgres_server.py) from Debian's packages.
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
+		|| (apt-get update -qq && apt-get install -y -qq postgresql >/dev/null) \
+		|| echo "postgresql could not be installed (apt-get install postgresql): the Postgres catalog tests will fail"
 	$(PY) -m pytest -q -ra --durations=30
 
 # The edit loop: every test not marked slow. It leaves out what starts a process of its own (a
 # sweep stopped or killed by a signal, every module imported afresh, Inspect AI's command), the
-# real embedded model, the real Prefect server with its workers, the S3 server, Chromium, the
+# real embedded model, the real Prefect server with its workers, the S3 server, PostgreSQL, Chromium, the
 # waits that are the point of a test (a rate limit, a stall, Retry-After, a claim's lease, a model
 # answering in a second) and the full presets of every suite; `make test` runs them all.
 test-fast: install

@@ -3,45 +3,28 @@
 Every key has a documented default, so an empty file is a valid configuration. Unknown keys,
 unknown models, unknown suites/tasks/parameters and bad values raise :class:`ConfigError` with a
 message naming the key; the CLI turns that into exit code 2 before anything is written.
-A model's keys are :class:`tasks.models.config.ModelConfig`'s.
+A model's keys are :class:`tasks.models.config.ModelConfig`'s, the warehouse's
+:class:`tasks.lake.config.WarehouseConfig`'s.
 """
 
 from __future__ import annotations
 
 import copy
-import re
 import tomllib
 from pathlib import Path
 from typing import Any, Collection, Literal, Optional, Sequence
 
-from pydantic import (
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 # LakeError only for tests/test_object_store.py, which branch ducklake-core rewrites and which imports
 # it from here: drop it once that file imports from tasks.errors.
 from tasks.errors import ConfigError, LakeError  # noqa: F401
+from tasks.lake.config import WarehouseConfig
 from tasks.models.config import BUILTIN_MODELS, ModelConfig, StrictConfig
 from tasks.suites import get_task, suite_tasks
 from tasks.suites.base import GeneratorError
 
 DEFAULT_CONFIG_FILE = "invarbench.toml"
-
-# A share of the memory DuckDB sees (the machine's, or the container's limit), as DuckDB's own
-# default is: a lake that gave its marts before gives them still, and what does not fit spills to
-# warehouse.spill_dir instead of growing further. A fixed size ("2GB", the laptop figure of
-# bench/results.md) suits a small or shared machine, and makes the family marts of a lake past about
-# a million responses fail with an out-of-memory error until they are materialised (issue #27).
-DEFAULT_MEMORY_LIMIT = "80%"
-_SHARE = re.compile(r"(\d+(?:\.\d+)?)\s*%")
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)", re.IGNORECASE)
-_UNIT = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-         "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
-_MIN_MEMORY = 64 * 10**6  # below this DuckDB cannot even bind the views
 
 
 def _listed_once(names: Optional[list[str]]) -> Optional[list[str]]:
@@ -61,61 +44,6 @@ class SuiteConfig(StrictConfig):
     params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     _tasks_once = field_validator("tasks")(_listed_once)
-
-
-class WarehouseConfig(StrictConfig):
-    """Where data lives: the lake (Parquet) and the catalog (DuckDB views only)."""
-
-    path: str = "warehouse"
-    lake: str = Field("", description="lake location; default <path>/lake; may be an object-store URL "
-                      "such as s3://bucket/prefix")
-    # Never credentials here (the configuration is stored with each run): keys come from the
-    # AWS_* variables, AWS_PROFILE or ~/.aws, as for any AWS client.
-    endpoint_url: str = Field("", description="S3-compatible endpoint for an s3:// lake (MinIO, Ceph, R2), "
-                              "e.g. http://127.0.0.1:9000; default AWS")
-    region: str = Field("", description="region of an s3:// lake's bucket; default from AWS_REGION or ~/.aws")
-    memory_limit: str = Field(DEFAULT_MEMORY_LIMIT, description="memory each DuckDB connection may use: "
-                              "a size (DuckDB's syntax: 512MB, 2GB, 1.5GiB) or a share of the memory DuckDB "
-                              "sees (80%, the default); beyond it queries spill to spill_dir")
-    spill_dir: str = Field("", description="local folder where DuckDB spills what exceeds memory_limit; "
-                           "default <system temp dir>/invarbench-spill (never inside an s3:// lake)")
-
-    @field_validator("memory_limit")
-    @classmethod
-    def _a_size(cls, value: str) -> str:
-        share = _SHARE.fullmatch(value.strip())
-        if share:
-            if not 0 < float(share.group(1)) <= 100:
-                raise ValueError(f"{value!r} is not a share of memory between 0% and 100%")
-            return value.strip()
-        size = _SIZE.fullmatch(value.strip())
-        if not size:
-            raise ValueError(f"{value!r} is not a size such as 512MB, 2GB or 1.5GiB, nor a share such as 50%")
-        if float(size.group(1)) * _UNIT[size.group(2).upper()] < _MIN_MEMORY:
-            raise ValueError(f"{value!r} is below 64MB, too little for DuckDB to read the views")
-        return value.strip()
-
-    @field_validator("spill_dir")
-    @classmethod
-    def _a_local_folder(cls, value: str) -> str:
-        if "://" in value:
-            raise ValueError(f"{value!r} is a URL; DuckDB spills to a local folder only")
-        return value
-
-    @field_validator("endpoint_url")
-    @classmethod
-    def _endpoint_is_a_url(cls, value: str) -> str:
-        if value and (not value.startswith(("http://", "https://")) or "@" in value or "?" in value):
-            raise ValueError(f"{value!r} is not an http(s) URL without credentials or options, "
-                             "e.g. http://127.0.0.1:9000")
-        return value.rstrip("/")
-
-    @model_validator(mode="after")
-    def _options_need_an_s3_lake(self) -> "WarehouseConfig":
-        for key in ("endpoint_url", "region"):
-            if getattr(self, key) and not self.lake.startswith("s3://"):
-                raise ValueError(f"{key} applies to an s3:// lake only, but lake is {self.lake or 'local'!r}")
-        return self
 
 
 class PrefectConfig(StrictConfig):
@@ -282,6 +210,23 @@ class Config(StrictConfig):
         from urllib.parse import urlencode
 
         return lake + ("&" if "?" in lake else "?") + urlencode(options)
+
+    @property
+    def lake_catalog(self) -> str:
+        """The DuckLake catalog as :class:`tasks.lake.ducklake.DuckLakeStore` takes it:
+        ``sqlite:/abs/path`` or ``postgres:<libpq connection string>``.
+
+        By default a SQLite file in the lake folder, or, for an ``s3://`` lake (a SQLite file
+        cannot live in a bucket), in the warehouse folder.
+        """
+        kind, _, rest = self.warehouse.catalog.partition(":")
+        if kind == "postgres":
+            return self.warehouse.catalog
+        if kind == "sqlite":
+            return f"sqlite:{Path(rest).expanduser().resolve()}"
+        lake = self.warehouse.lake
+        folder = self.warehouse_path if lake.startswith("s3://") else Path(lake or self.warehouse_path / "lake")
+        return f"sqlite:{folder.expanduser().resolve() / 'lake-catalog.sqlite'}"
 
     def resolved(self) -> dict[str, Any]:
         """The configuration as stored with a run: plain data, secrets never included (keys are env var names)."""

@@ -17,6 +17,7 @@ import pytest
 from tasks.environment import apply_defaults
 
 if TYPE_CHECKING:
+    import postgres_server
     import s3_server
 
 apply_defaults()  # the suite is an entry point: offline defaults before Prefect or litellm load
@@ -202,3 +203,16 @@ def running_s3_server(log: Path) -> Iterator[s3_server.S3Server]:
             yield server
         finally:
             s3_server.stop(server)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[postgres_server.PostgresServer]:
+    """A real PostgreSQL (tests/postgres_server.py) for the session, started on first use and
+    stopped at its end; a test takes a database of its own with ``create_database``."""
+    import postgres_server
+
+    server = postgres_server.start()
+    try:
+        yield server
+    finally:
+        postgres_server.stop(server)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -26,12 +26,20 @@ from flows.cli.progress_bars import progress_bars
 from flows.cli.stored import check_stored
 from tasks.errors import ConfigError, LakeError
 
+if TYPE_CHECKING:
+    import duckdb
+
+    from tasks.lake.lake import Lake
+
 
 @app.command()
 def sql(
     query_text: Optional[str] = typer.Argument(None, metavar="QUERY", help="SQL over the warehouse views"),
     config: Optional[Path] = ConfigOpt,
     fmt: str = FormatOpt,
+    at: Optional[str] = typer.Option(None, "--at", metavar="RUN|SNAPSHOT|TIME",
+                                     help="answer as the lake was when a run ended (its id), at a DuckLake "
+                                     "snapshot id, or at an ISO time (UTC unless it names a zone)"),
 ) -> None:
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
@@ -57,9 +65,12 @@ def sql(
     try:
         # Rebuilt first when built for another lake (a copied or moved warehouse) or older sql/;
         # read-only, so that read-only credentials do (the catalog is a local file of views).
-        con = open_catalog(catalog, Lake.of(cfg, read_only=True))
+        lake = Lake.of(cfg, read_only=True)
+        con = open_catalog(catalog, lake) if at is None else _as_of(lake, at)
     except LakeError as exc:
         fail(str(exc))
+    except ConfigError as exc:  # from resolve_snapshot when --at names no snapshot
+        fail(f"--at {at}: {exc}" if at is not None else str(exc))
     except duckdb.IOException as exc:
         fail(f"cannot open {catalog}: {exc}", 1)
     try:
@@ -72,6 +83,18 @@ def sql(
     finally:
         con.close()
     emit_rows(rows, fmt)
+
+
+def _as_of(lake: Lake, at: str) -> duckdb.DuckDBPyConnection:
+    """A connection with every view reading the lake at the snapshot ``at`` names
+    (tasks.lake.snapshots.resolve_snapshot); ConfigError when it names none."""
+    import contextlib
+
+    from tasks.lake.snapshots import resolve_snapshot
+
+    with contextlib.closing(lake.connect()) as latest:
+        snapshot = resolve_snapshot(latest, at)
+    return lake.connect(at=snapshot)
 
 
 @app.command()

@@ -8,11 +8,11 @@ imported dataset's id hashes the items it holds (:func:`imported_dataset_id`).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any, Sequence
 
 from tasks.items.features import feature_row
-from tasks.records import Item, canonical_json, content_hash, now_utc
+from tasks.records import Item, Step, canonical_json, content_hash, now_utc
 from tasks.suites import get_task
 
 
@@ -57,6 +57,18 @@ def item_row(item: Item, dataset: str) -> dict[str, Any]:
         **feature_row(item.prompt),
         "created_at": now_utc(),
     }
+
+
+# The columns of an item row that are Item fields stored as they are (messages, steps, params are JSON).
+_PLAIN_FIELDS = tuple(f.name for f in fields(Item) if f.name not in ("messages", "steps", "params"))
+
+
+def item_from_row(row: dict[str, Any]) -> Item:
+    """The item a lake row written by :func:`item_row` stores (its inverse), so that the row's
+    ``item_id`` can be checked against its content (``tasks.runs.check``)."""
+    return Item(**{name: row[name] for name in _PLAIN_FIELDS},
+                messages=tuple((m["role"], m["content"]) for m in json.loads(row["messages"])),
+                steps=tuple(Step(**s) for s in json.loads(row["steps"])), params=json.loads(row["params"]))
 
 
 def imported_dataset_id(kind: str, item_ids: Sequence[str]) -> str:

@@ -21,7 +21,7 @@ from typing import Callable, TypeVar
 import duckdb
 import pyarrow as pa
 
-from tasks.lake.engine import Limits, connect, load_extension
+from tasks.lake.engine import Limits, connect, load_extension, secret_sql
 from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.sql import SQL_DIR, _sql_statements, sql_defines
@@ -48,7 +48,7 @@ class DuckLakeStore:
 
     ``catalog``: ``sqlite:/abs/path.sqlite`` or ``postgres:<libpq connection string>``;
     ``data_path``: an absolute folder or an ``s3://`` prefix (with ``secret``: the SQL options of a
-    DuckDB S3 secret, such as ``{"KEY_ID": ..., "ENDPOINT": ...}``); ``limits``: each
+    DuckDB S3 secret, such as :func:`tasks.lake.engine.s3_secret` gives); ``limits``: each
     connection's memory limit and spill folder.
     """
 
@@ -73,8 +73,7 @@ class DuckLakeStore:
         for name in self._extensions():
             load_extension(con, name)
         if self.secret:
-            options = ", ".join(f"{k} {v}" for k, v in {"TYPE": "s3", **self.secret}.items())
-            con.execute(f"CREATE TEMPORARY SECRET invarbench_lake ({options})")
+            con.execute(secret_sql(self.secret))
         new = self.catalog.startswith("sqlite:") and not Path(self.catalog[len("sqlite:"):]).exists()
         if new:
             Path(self.catalog[len("sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import duckdb
 
-from tasks.config import DEFAULT_MEMORY_LIMIT, WarehouseConfig
 from tasks.errors import ConfigError
+from tasks.lake.config import DEFAULT_MEMORY_LIMIT, WarehouseConfig
 
 # The extensions the product uses, by their file names (each wheel is duckdb-extension-<name with dashes>).
 EXTENSIONS = ("ducklake", "sqlite_scanner", "httpfs", "postgres_scanner")
@@ -199,17 +199,14 @@ def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def s3_shell_sql(endpoint_url: str, region: str) -> str:
-    """Start-up SQL that lets a shell read an ``s3://`` lake: httpfs loaded by path, and a
-    temporary secret with the credentials of the ``AWS_*`` environment variables.
-
-    The lake's own reads go through pyarrow's filesystem, which a shell cannot use.
-    """
+def s3_secret(endpoint_url: str, region: str) -> dict[str, str]:
+    """The options (SQL literals) of a DuckDB S3 secret with the credentials of the ``AWS_*``
+    environment variables, for ``warehouse.endpoint_url`` and ``warehouse.region``."""
     key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
     if not (key and secret):
         raise ConfigError("the shell reads an s3:// lake with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
                           "set (or use invarbench sql, which uses every source of credentials)")
-    options = {"TYPE": "s3", "KEY_ID": _literal(key), "SECRET": _literal(secret)}
+    options = {"KEY_ID": _literal(key), "SECRET": _literal(secret)}
     if token := os.environ.get("AWS_SESSION_TOKEN"):
         options["SESSION_TOKEN"] = _literal(token)
     if region := region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION", ""):
@@ -217,8 +214,22 @@ def s3_shell_sql(endpoint_url: str, region: str) -> str:
     if endpoint_url:
         url = urlsplit(endpoint_url)
         options.update(ENDPOINT=_literal(url.netloc), URL_STYLE="'path'", USE_SSL=str(url.scheme == "https").lower())
-    body = ", ".join(f"{k} {v}" for k, v in options.items())
-    return f"{load_sql('httpfs')}\nCREATE TEMPORARY SECRET invarbench_lake ({body});\n"
+    return options
+
+
+def secret_sql(options: dict[str, str]) -> str:
+    """The statement that gives a connection the temporary S3 secret of ``options`` (see :func:`s3_secret`)."""
+    body = ", ".join(f"{k} {v}" for k, v in {"TYPE": "s3", **options}.items())
+    return f"CREATE TEMPORARY SECRET invarbench_lake ({body})"
+
+
+def s3_shell_sql(endpoint_url: str, region: str) -> str:
+    """Start-up SQL that lets a shell read an ``s3://`` lake: httpfs loaded by path, and a
+    temporary secret with the credentials of the ``AWS_*`` environment variables.
+
+    The lake's own reads go through pyarrow's filesystem, which a shell cannot use.
+    """
+    return f"{load_sql('httpfs')}\n{secret_sql(s3_secret(endpoint_url, region))};\n"
 
 
 def shell_command(catalog: Path, limits: Limits, init: Path | None = None) -> list[str]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from tasks.lake.lake import Lake
-from tasks.records import Request, content_hash, now_utc
+from tasks.records import Request, Route, content_hash, now_utc
 
 _REF = re.compile(r"\{([A-Za-z0-9_]+)\.(value|text)\}")
 
@@ -150,6 +150,15 @@ def request_row(run_id: str, req: Request, step_index: int) -> dict[str, Any]:
         "messages": json.dumps([{"role": r, "content": c} for r, c in req.messages], ensure_ascii=False),
         "created_at": now_utc(),
     }
+
+
+def request_from_row(row: dict[str, Any]) -> Request:
+    """The request a lake row written by :func:`request_row` records (its inverse), so that the
+    row's ``request_id`` can be checked against its content (``tasks.runs.check``)."""
+    return Request(trial_id=row["trial_id"], item_id=row["item_id"], model=row["model"], step=row["step"],
+                   route=Route(row["provider"], row["route_model"], row["api_base"]),
+                   messages=tuple((m["role"], m["content"]) for m in json.loads(row["messages"])),
+                   sampling=json.loads(row["sampling"]), sample_idx=row["sample_idx"])
 
 
 # The one rule for "this request is answered": its ledger row is ``ok``. Every stage that asks

@@ -1,0 +1,102 @@
+"""A lake that several machines write: DuckLake with its catalog on a real PostgreSQL
+(tests/postgres_server.py) and its data on the moto S3 server (tests/s3_server.py), and the
+``[warehouse] catalog`` key that chooses the catalog."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import socket
+
+import duckdb
+import pytest
+
+import postgres_server
+import s3_server
+from conftest import running_s3_server, write_config
+from tasks.config import Config, load_config
+from tasks.errors import ConfigError
+from tasks.lake.ducklake import DuckLakeStore, commit, snapshot
+from tasks.lake.engine import s3_secret
+from tasks.lake.views import query
+from test_ducklake import assert_every_row_once_after_compaction, responses, run_writers
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """The module's S3 server, its credentials exported to this process."""
+    with running_s3_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
+        yield server
+
+
+def shared_store(postgres, s3: s3_server.S3Server, name: str) -> DuckLakeStore:
+    """A lake of its own, configured as users do (``[warehouse] catalog``, ``lake``, ``endpoint_url``):
+    a new database on the session's PostgreSQL, the data under ``name/`` in the bucket."""
+    cfg = Config.model_validate({"warehouse": {"catalog": f"postgres:{postgres.create_database(name)}",
+                                               **s3.lake_config(name)}})
+    return DuckLakeStore(cfg.lake_catalog, f"{cfg.warehouse.lake}/",
+                         secret=s3_secret(cfg.warehouse.endpoint_url, cfg.warehouse.region))
+
+
+# --- configuration: no server needed --------------------------------------------------------------
+
+def test_the_catalog_key_resolves_to_the_string_the_store_takes(tmp_path):
+    cfg = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
+    assert load_config(cfg, suites=False).lake_catalog == f"sqlite:{tmp_path / 'wh' / 'lake' / 'lake-catalog.sqlite'}"
+    write_config(cfg, {"warehouse": {"path": str(tmp_path / "wh"), "lake": "s3://b/p/lake"}})
+    assert load_config(cfg, suites=False).lake_catalog == f"sqlite:{tmp_path / 'wh' / 'lake-catalog.sqlite'}"
+    write_config(cfg, {"warehouse": {"catalog": f"sqlite:{tmp_path}/elsewhere/c.sqlite"}})
+    assert load_config(cfg, suites=False).lake_catalog == f"sqlite:{tmp_path}/elsewhere/c.sqlite"
+    pg = "postgres:host=db.lan port=5433 dbname=lake user=invarbench application_name='invar bench'"
+    write_config(cfg, {"warehouse": {"catalog": pg}})
+    assert load_config(cfg, suites=False).lake_catalog == pg
+    for bad, message in [
+        ("mysql:host=x", "warehouse.catalog: 'mysql:host=x' is not a catalog"),
+        ("sqlite:", "warehouse.catalog: 'sqlite:' is not a catalog"),
+        ("sqlite:s3://b/c.sqlite", "is not a catalog"),
+        ("postgres:", "a libpq connection string of key=value pairs"),
+        ("postgres:db.lan", "a libpq connection string of key=value pairs"),
+        ("postgres:host=db.lan password=hunter2", "warehouse.catalog: a password is never written in the configuration"),
+    ]:
+        write_config(cfg, {"warehouse": {"catalog": bad}})
+        with pytest.raises(ConfigError, match=message):
+            load_config(cfg, suites=False)
+
+
+# --- PostgreSQL and S3 ----------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_test_postgres_runs_unprivileged_and_leaves_nothing_behind():
+    server = postgres_server.start()
+    pid = int((server.root / "data" / "postmaster.pid").read_text().split()[0])
+    owner = pwd.getpwuid(os.stat(server.root / "data").st_uid).pw_name
+    assert owner == ("nobody" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name)
+    postgres_server.stop(server)
+    assert not server.root.exists()
+    assert not postgres_server.running(pid)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=5)
+
+
+@pytest.mark.slow
+def test_three_writers_and_a_compactor_on_postgres_and_s3_lose_and_duplicate_nothing(postgres, s3):
+    store = shared_store(postgres, s3, "writers")
+    store.connect().close()  # the tables, created once before the writers start
+    run_writers({"catalog": store.catalog, "data_path": store.data_path, "s3": [s3.endpoint, s3_server.REGION]},
+                env=s3.env())
+    assert_every_row_once_after_compaction(store.connect(), lambda: len(
+        [k for k in s3.keys("writers/") if k.endswith(".parquet")]))
+
+
+@pytest.mark.slow
+def test_a_read_only_reader_sees_each_new_snapshot(postgres, s3):
+    store = shared_store(postgres, s3, "reader")
+    writer = store.connect()
+    reader = store.connect(read_only=True)
+    for i in range(1, 4):
+        committed = commit(writer, "responses", responses(f"c{i}"), f"chunk {i}")
+        assert snapshot(reader) == committed
+        # Reading rows (not only the catalog's count) fetches the new data file from the bucket.
+        assert query(reader, "SELECT count(DISTINCT response_id) AS n FROM lake.responses") == [{"n": 100 * i}]
+    with pytest.raises(duckdb.Error, match="read-only mode"):
+        commit(reader, "responses", responses("refused"), "refused", attempts=1)
