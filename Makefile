@@ -77,8 +77,11 @@ test: install
 		|| echo "postgresql could not be installed (apt-get install postgresql): the Postgres catalog tests will fail"
 	$(PY) -m pytest -q -ra --durations=30
 
-# The edit loop: every test not marked slow (slow: the real embedded model, a sweep in a process
-# of its own, a real Prefect server with workers, the S3 server); `make test` runs them all.
+# The edit loop: every test not marked slow. It leaves out what starts a process of its own (a
+# sweep stopped or killed by a signal, every module imported afresh, Inspect AI's command), the
+# real embedded model, the real Prefect server with its workers, the S3 server, PostgreSQL, Chromium, the
+# waits that are the point of a test (a rate limit, a stall, Retry-After, a claim's lease, a model
+# answering in a second) and the full presets of every suite; `make test` runs them all.
 test-fast: install
 	$(PY) -m pytest -q -ra -m "not slow"
 

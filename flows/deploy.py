@@ -28,8 +28,9 @@ from prefect.client.schemas.actions import WorkPoolCreate
 from prefect.exceptions import ObjectNotFound
 from prefect.workers.process import ProcessWorker
 
-from tasks.config import Config, ConfigError, load_config
+from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
+from tasks.errors import ConfigError
 from tasks.models.limits import LimitSpec, ensure_limits, limit_specs, shares_limits
 
 REPO = Path(__file__).resolve().parent.parent

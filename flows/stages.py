@@ -27,7 +27,8 @@ from prefect import task
 from prefect.cache_policies import NONE
 from prefect.utilities.annotations import quote
 
-from tasks.config import Config, ConfigError
+from tasks.config import Config
+from tasks.errors import ConfigError
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import validate_items
 from tasks.lake.compact import compact_written

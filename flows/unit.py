@@ -33,8 +33,9 @@ from prefect.client.schemas.objects import TERMINAL_STATES, FlowRun, StateType
 from prefect.deployments import run_deployment
 
 from flows.stages import run_unit
-from tasks.config import ConfigError, load_config
+from tasks.config import load_config
 from tasks.environment import apply_defaults
+from tasks.errors import ConfigError
 from tasks.lake.compact import compact_written
 from tasks.lake.lake import Lake
 from tasks.models import embedded

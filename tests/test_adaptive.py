@@ -57,6 +57,7 @@ def test_aimd_halves_on_throttling_once_per_generation_and_grows_after_a_window(
     assert fixed.limit == 16 and fixed.throttled == 1
 
 
+@pytest.mark.slow  # waits out Retry-After: 1 in real time
 def test_a_429_storm_shrinks_concurrency_and_every_request_is_answered(tmp_path):
     state = limited_provider()
     rows = closure_rows(300)

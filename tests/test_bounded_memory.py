@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from conftest import run_cli, write_config
-from tasks.config import ConfigError, load_config
+from tasks.config import load_config
+from tasks.errors import ConfigError
 from tasks.lake.catalog import build_catalog, open_catalog
 from tasks.lake.ducklake import DuckLakeStore, import_parquet_lake
 from tasks.lake.engine import Limits, connect, shell_binary, shell_command

@@ -95,6 +95,7 @@ def test_a_sweep_killed_on_this_machine_frees_its_claims_at_once(tmp_path):
     assert lake_query(tmp_path, "SELECT count(*) AS n FROM ledger WHERE status = 'ok'") == [{"n": 10}]
 
 
+@pytest.mark.slow  # waits out a claim's expiry in real time (8 s)
 def test_claims_of_a_live_run_elsewhere_hold_until_they_expire(tmp_path):
     """A run on another machine cannot be checked for its process: its claims hold until they expire."""
     with FakeServer() as server:

@@ -9,7 +9,8 @@ import pytest
 from conftest import fake_model_config, run_cli
 from fakes import FakeServer
 from flows.sweep import sweep
-from tasks.config import ConfigError, load_config
+from tasks.config import load_config
+from tasks.errors import ConfigError
 from tasks.lake.lake import Lake
 from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, _Cap, response_cost

@@ -34,6 +34,7 @@ def _shared_prompts(rows: list[dict]) -> dict[tuple, set]:
     return {k: v for k, v in families.items() if len(v) > 1}
 
 
+@pytest.mark.slow  # generates and validates every suite's full preset
 def test_full_presets_have_distinct_problems_after_dedupe():
     rows = _suite_rows("geometry") + _suite_rows("symmetry") + _suite_rows("lissard")
     kept, _, dropped = dedupe(rows)

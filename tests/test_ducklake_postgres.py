@@ -14,7 +14,8 @@ import pytest
 import postgres_server
 import s3_server
 from conftest import running_s3_server, write_config
-from tasks.config import Config, ConfigError, load_config
+from tasks.config import Config, load_config
+from tasks.errors import ConfigError
 from tasks.lake.ducklake import DuckLakeStore, commit, snapshot
 from tasks.lake.engine import s3_secret
 from tasks.lake.views import query

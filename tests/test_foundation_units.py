@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import REPO, run_cli
-from tasks.config import ConfigError, load_config
+from tasks.config import load_config
+from tasks.errors import ConfigError
 from tasks.items.features import surface_features
 from tasks.items.generate import generate_task
 from tasks.lake.lake import Lake

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 
 PACKAGES = ("flows", "tasks")
@@ -112,6 +114,7 @@ def third_party(modules: dict[str, Path], *, top_level: bool = False) -> list[st
     return sorted(n for n in names if n.split(".")[0] not in (*PACKAGES, "__future__"))
 
 
+@pytest.mark.slow  # every module imported in a process of its own
 def test_importing_the_packages_changes_no_environment_variable():
     modules = package_modules()
     # Libraries may set variables of their own when loaded (polars sets jemalloc's); they load

@@ -182,6 +182,7 @@ def _inspect_bin() -> str:
     return found
 
 
+@pytest.mark.slow  # Inspect AI's own command, in its own environment
 def test_round_trip_through_inspect_itself(tmp_path):
     """Export, run the pinned Inspect on the export against a loopback model with the network blocked
     beyond this machine, import its log: the same items, the same answers as the model sent, the

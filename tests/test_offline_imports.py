@@ -22,6 +22,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 from test_imports import package_modules, third_party
 
@@ -117,6 +119,7 @@ def run_guarded(tmp_path: Path, modules: list[str]) -> tuple[dict, list[str], st
     return failed, log.read_text(encoding="utf-8").splitlines(), result.stderr
 
 
+@pytest.mark.slow  # litellm imported in a process of its own
 def test_the_guard_records_a_network_attempt(tmp_path):
     # litellm imported bare, as a module outside the packages would: it tries to download its price map
     failed, attempts, _ = run_guarded(tmp_path, ["litellm"])
@@ -124,6 +127,7 @@ def test_the_guard_records_a_network_attempt(tmp_path):
     assert attempts and all(line.startswith("litellm\t") for line in attempts), attempts
 
 
+@pytest.mark.slow  # every module imported in processes of their own
 def test_no_module_touches_the_network_on_import(tmp_path):
     modules = sorted(package_modules())
     failed, attempts, stderr = run_guarded(tmp_path, modules)

@@ -22,7 +22,8 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRun
 from conftest import REPO, fake_model_config, run_cli
 from fakes import FakeProvider, FakeServer
 from ops_server import TIMEZONE, Ops, child_runs, stop, worker_logs
-from tasks.config import ConfigError, load_config
+from tasks.config import load_config
+from tasks.errors import ConfigError
 from tasks.lake.lake import Lake
 from tasks.models.limits import (
     LimitSpec,
@@ -97,9 +98,9 @@ def lake_query(warehouse: Path, sql: str, params=None):
     return Lake(str(warehouse / "lake")).read(sql, params)
 
 
-def assert_one_ok_response_per_request(warehouse: Path, run_id: str) -> int:
+def assert_one_ok_response_per_request(lake: Lake, run_id: str) -> int:
     """Every request of the run has exactly one response, and it is ok; returns the request count."""
-    rows = lake_query(warehouse, """
+    rows = lake.read("""
         SELECT r.request_id, count(s.response_id) AS n, count(*) FILTER (WHERE s.status = 'ok') AS ok
         FROM (SELECT DISTINCT request_id FROM run_requests WHERE run_id = ?) r
         LEFT JOIN responses s USING (request_id) GROUP BY r.request_id""", [run_id])
@@ -129,7 +130,7 @@ def test_deployments_registered_and_a_worker_runs_the_nightly_sweep(ops, tmp_pat
     [row] = lake_query(wh, "SELECT * FROM runs")
     assert (row["kind"], row["status"], row["flow_run_id"]) == ("sweep", "completed", str(run.id))
     assert (row["n_items"], row["n_requests"], row["n_sent"], row["n_errors"]) == (4, 4, 4, 0)
-    assert assert_one_ok_response_per_request(wh, row["run_id"]) == 4 == len(fake.state.seen)
+    assert assert_one_ok_response_per_request(Lake(str(wh / "lake")), row["run_id"]) == 4 == len(fake.state.seen)
     assert lake_query(wh, "SELECT status, count(*) AS n FROM latest_scores GROUP BY ALL") == [{"status": "correct", "n": 4}]
 
     with ops.settings(), ops.client() as client:
@@ -144,30 +145,6 @@ def test_deployments_registered_and_a_worker_runs_the_nightly_sweep(ops, tmp_pat
     assert {k: shown[k] for k in ("flow_run_id", "status", "models", "n_items", "n_requests", "n_errors")} == {
         "flow_run_id": str(run.id), "status": "completed", "models": '["fake"]', "n_items": 4, "n_requests": 4,
         "n_errors": 0}
-
-
-@pytest.mark.slow
-def test_two_workers_share_a_sweep_under_one_global_limit(ops, tmp_path):
-    """Concurrency 16 in each process, 2 in the shared limit: the provider never sees 3 at once."""
-    shared = 2
-    with ops.settings():  # a model of its own, so the limit does not depend on the other tests
-        ensure_limits([LimitSpec("invarbench-shared-fake-concurrency", shared)])
-    state = FakeProvider(delay_s=0.5)
-    with FakeServer(state) as fake:
-        cfg = fake_model_config(tmp_path, fake.api_base, name="shared-fake", n_max=60,
-                                model_extra={"concurrency": 16}, sweep_extra={"batch_size": 3})
-        run = run_and_wait(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
-    children = child_runs(ops, run.id)
-    assert len(children) == 4 and all(c.state.is_completed() for c in children)
-
-    # Both workers ran batches of this sweep (each takes at most 2 flow runs at once).
-    logs = [p.read_text(errors="replace") for p in ops.workers]
-    assert all(any(str(c.id) in log for c in children) for log in logs), worker_logs(ops)
-
-    [row] = lake_query(tmp_path / "wh", "SELECT run_id FROM runs")
-    assert assert_one_ok_response_per_request(tmp_path / "wh", row["run_id"]) == 12
-    assert len(state.seen) == 12 and len(set(state.contents())) == 12  # sent once each, none missing
-    assert state.max_in_flight == shared, state.max_in_flight  # reached, never exceeded
 
 
 @pytest.mark.slow
@@ -252,21 +229,28 @@ def test_make_deploy_and_worker_take_the_server_from_the_command_line(ops, tmp_p
 
 
 @pytest.mark.slow
-def test_two_workers_share_a_dispatched_sweep_on_one_bucket(ops, tmp_path, monkeypatch):
-    """The lake in an S3-compatible bucket: both workers write it, each request answered once."""
+def test_two_workers_share_a_dispatched_sweep_on_one_bucket_under_one_global_limit(ops, tmp_path, monkeypatch):
+    """The lake in an S3-compatible bucket, concurrency 16 in each process and 2 in the shared limit:
+    both workers write the bucket, each request is answered once, and the provider never sees 3 at once.
+    One dispatched sweep for both: each costs a flow-run process per unit (seconds each)."""
+    shared = 2
+    with ops.settings():  # a model of its own, so the limit does not depend on the other tests
+        ensure_limits([LimitSpec("invarbench-shared-fake-concurrency", shared)])
     s3 = ops.s3
     for key, value in s3.env().items():
         if key.startswith("AWS_"):
             monkeypatch.setenv(key, value)
-    state = FakeProvider(delay_s=0.3)
+    state = FakeProvider(delay_s=0.5)
     with FakeServer(state) as fake:
-        cfg = fake_model_config(tmp_path, fake.api_base, n_max=60, sweep_extra={"batch_size": 3})
+        cfg = fake_model_config(tmp_path, fake.api_base, name="shared-fake", n_max=60,
+                                model_extra={"concurrency": 16}, sweep_extra={"batch_size": 3})
         text = cfg.read_text(encoding="utf-8")
         extra = "".join(f'{k} = "{v}"\n' for k, v in s3.lake_config("dispatched/lake").items())
         cfg.write_text(text.replace("[warehouse]\n", "[warehouse]\n" + extra, 1), encoding="utf-8")
         run = run_and_wait(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
     children = child_runs(ops, run.id)
     assert len(children) == 4 and all(c.state.is_completed() for c in children)
+    # Both workers ran units of this sweep (each takes at most 2 flow runs at once).
     logs = [p.read_text(errors="replace") for p in ops.workers]
     assert all(any(str(c.id) in log for c in children) for log in logs), worker_logs(ops)
 
@@ -276,10 +260,12 @@ def test_two_workers_share_a_dispatched_sweep_on_one_bucket(ops, tmp_path, monke
         FROM (SELECT DISTINCT request_id FROM run_requests) r LEFT JOIN responses s USING (request_id)
         GROUP BY r.request_id""")
     assert len(rows) == 12 and all(r["n"] == 1 and r["ok"] == 1 for r in rows), rows
-    assert len(state.seen) == 12 and len(set(state.contents())) == 12
+    assert len(state.seen) == 12 and len(set(state.contents())) == 12  # sent once each, none missing
+    assert state.max_in_flight == shared, state.max_in_flight  # reached, never exceeded
     assert not (tmp_path / "wh" / "lake").exists()  # every worker wrote to the bucket, none locally
-    [row] = lake.read("SELECT status, flow_run_id FROM runs")
-    assert row == {"status": "completed", "flow_run_id": str(run.id)}
+    [row] = lake.read("SELECT run_id, status, flow_run_id FROM runs")
+    assert {k: row[k] for k in ("status", "flow_run_id")} == {"status": "completed", "flow_run_id": str(run.id)}
+    assert assert_one_ok_response_per_request(lake, row["run_id"]) == 12
 
     # The bucket's secret reached neither the Prefect artifacts nor the workers' logs.
     with ops.settings(), ops.client() as client:

@@ -68,6 +68,7 @@ def _fault_for(content: str, attempt: int) -> str | None:
     return None
 
 
+@pytest.mark.slow  # waits out a stall and a Retry-After in real time
 def test_faults_end_in_one_response_each_and_errors_are_resent(tmp_path):
     state = FakeProvider(fault=_fault_for, stall_s=3.0)
     with FakeServer(state) as server:
@@ -102,6 +103,7 @@ def test_faults_end_in_one_response_each_and_errors_are_resent(tmp_path):
         assert second["sent"] == len(permanent)
 
 
+@pytest.mark.slow  # waits out a rate limit in real time (one start per 0.5 s)
 def test_requests_per_minute_and_concurrency_limits(tmp_path):
     state = FakeProvider()
     with FakeServer(state) as server:

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from conftest import TEST_CLAIM_SETTLE_S, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.cli import app
-from tasks.config import Config, ConfigError, load_config
+from tasks.config import Config, load_config
+from tasks.errors import ConfigError
 from tasks.lake.lake import Lake
 from tasks.suites import SUITES, suite_tasks
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import run_cli, write_config
-from tasks.config import ConfigError
+from tasks.errors import ConfigError
 from tasks.lake.ducklake import DuckLakeStore, compact, snapshot
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.snapshots import resolve_snapshot

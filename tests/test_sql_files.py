@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tasks.config import ConfigError
+from tasks.errors import ConfigError
 from tasks.lake.sql import SQL_LAYERS, _load_order, _sql_statements, _statement
 
 # The query after `CREATE OR REPLACE VIEW v AS` or `CREATE OR REPLACE MACRO m(...) AS TABLE`.

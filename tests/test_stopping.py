@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 from conftest import REPO, fake_model_config
 from fakes import FakeProvider, FakeServer
 from flows.cli import app
+from flows.sweep import sweep
 from ops_server import child_runs, worker_logs
 from tasks.lake.lake import Lake
 
@@ -120,6 +121,7 @@ def assert_resumes_paying_each_request_once(tmp_path: Path, cfg: Path, state: Fa
     assert [r["status"] for r in statuses] == ["cancelled", "completed"]
 
 
+@pytest.mark.slow  # a sweep in a process of its own
 def test_sigterm_stops_a_sweep_cleanly_and_leaves_no_process(tmp_path):
     state = FakeProvider(delay_s=1.0)
     with FakeServer(state) as fake:
@@ -159,12 +161,14 @@ def stop_a_sweep_on_the_session_server(tmp_path: Path, stop: Callable[[subproces
     return run
 
 
+@pytest.mark.slow  # a sweep in a process of its own
 def test_ctrl_c_to_the_process_group_stops_the_sweep_and_its_flow_run_is_cancelled(tmp_path):
     """Ctrl-C reaches the terminal's whole foreground group: the sweep and the processes it started."""
     run = stop_a_sweep_on_the_session_server(tmp_path, lambda proc: os.killpg(proc.pid, signal.SIGINT), 130)
     assert run["message"].startswith("SIGINT received")  # the run says what stopped it
 
 
+@pytest.mark.slow  # a sweep in a process of its own
 def test_a_cancellation_through_the_prefect_api_stops_a_cli_sweep(tmp_path):
     def cancel(proc: subprocess.Popen) -> None:
         [running] = lake_query(tmp_path, "SELECT flow_run_id FROM runs")
@@ -175,11 +179,13 @@ def test_a_cancellation_through_the_prefect_api_stops_a_cli_sweep(tmp_path):
     assert run["message"].startswith("cancelled in Prefect")
 
 
+@pytest.mark.slow  # sweeps in processes of their own
 def test_a_second_signal_stops_at_once_and_a_sigkill_leaves_no_server(tmp_path):
     state = FakeProvider(delay_s=30.0)  # calls in flight would outlast any grace period
     with FakeServer(state) as fake:
         cfg = config(tmp_path, fake.api_base)
-        proc = start_sweep(cfg)
+        # On the session's server: only the second sweep's own temporary server is under test here.
+        proc = start_sweep(cfg, api_url=PREFECT_API_URL.value())
         wait_for_requests(proc, state, 4)
         proc.send_signal(signal.SIGINT)
         time.sleep(0.5)
@@ -207,7 +213,6 @@ def test_a_stop_before_the_run_begins_writes_nothing(tmp_path, monkeypatch):
     writes nothing, and the flow run ends Cancelled (calling the flow raises CancelledRun)."""
     from prefect.exceptions import CancelledRun
 
-    from flows.sweep import sweep
     from tasks.runs import stopping
 
     state = FakeProvider()
@@ -287,7 +292,7 @@ def wait_final(ops, flow_run_id, what: str):
 @pytest.mark.slow
 def test_a_deployment_run_cancelled_through_the_api_stops_its_workers_cleanly(ops, tmp_path):
     """The nightly sweep on the workers, its units as flow runs: cancelling it (as the UI does)
-    stops every unit, keeps what they answered, and the next run resumes paying each request once."""
+    stops every unit, keeps what they answered, and the next sweep resumes paying each request once."""
     state = FakeProvider(delay_s=1.0)
     with FakeServer(state) as fake:
         cfg = fake_model_config(tmp_path, fake.api_base, n_max=5 * N_ITEMS,
@@ -312,11 +317,11 @@ def test_a_deployment_run_cancelled_through_the_api_stops_its_workers_cleanly(op
         run = assert_cancelled_with_every_sent_request_answered(tmp_path, state)
         assert run["flow_run_id"] == str(parent.id)
 
+        # The next sweep resumes in this process: what it must show is in the lake (each request
+        # paid once), and a second dispatched run would cost a flow-run process per unit again.
         state.delay_s = 0.0  # the resumed run's calls need not take a second each
-        with ops.settings(), ops.client() as client:
-            again = client.create_flow_run_from_deployment(deployment.id, parameters={"config_path": str(cfg)})
-        again = wait_final(ops, again.id, "the next sweep")
-        assert again.state.is_completed(), f"{again.state}\n" + worker_logs(ops)
+        again = sweep(str(cfg))
+        assert again["sent"] == N_ITEMS - run["n_sent"], (again, run)
     contents = state.contents()
     assert len(contents) == N_ITEMS == len(set(contents))  # paid once each, none missing
     statuses = lake_query(tmp_path, "SELECT status FROM runs ORDER BY started_at")

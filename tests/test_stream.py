@@ -39,6 +39,7 @@ def per_model(tmp_path, sql):
     return {r["model"]: r["n"] for r in lake_query(tmp_path, sql)}
 
 
+@pytest.mark.slow  # a model whose answers take a second, in real time
 def test_a_slow_model_does_not_hold_back_a_fast_one(tmp_path):
     """Batches of 2 items, concurrency 4: the fast model has 4 requests in flight (so several
     batches at once: no drain at batch boundaries), runs beside the slow one and ends first."""
@@ -89,6 +90,7 @@ def test_a_models_budget_stops_its_calls_while_the_others_go_on(tmp_path):
         "capped": 5, "free": 12}
 
 
+@pytest.mark.slow  # a sweep in a process of its own
 def test_resume_after_a_kill_in_the_middle_of_a_multi_model_stream(tmp_path):
     """SIGKILL while two models are both being called; the rerun sends exactly what has no ok
     response, and every request ends with one ok response."""

@@ -150,6 +150,7 @@ def test_an_import_carries_the_finish_reason_of_its_file(tmp_path):
         ("1", "length", "truncated"), ("2", "length", "correct"), ("1", None, "correct")]
 
 
+@pytest.mark.slow  # the real embedded model
 def test_the_embedded_worker_returns_llama_cpps_finish_reason():
     from tasks.models.embedded_worker import generate
 

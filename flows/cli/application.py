@@ -18,7 +18,8 @@ from rich.text import Text
 # typer vendors its own click, and raises its usage errors, not those of the click package.
 from typer._click.exceptions import UsageError
 
-from tasks.config import ConfigError, LakeError, load_config
+from tasks.config import load_config
+from tasks.errors import ConfigError, LakeError
 from tasks.lake.engine import check_versions
 from tasks.suites.base import GeneratorError
 

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from flows.cli.application import ConfigOpt, app, console, err, fail, load
-from tasks.config import ConfigError
+from tasks.errors import ConfigError
 from tasks.suites.base import GeneratorError
 
 

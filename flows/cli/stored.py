@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tasks.config import ConfigError
+from tasks.errors import ConfigError
 
 if TYPE_CHECKING:  # the lake's modules load DuckDB and pyarrow: not for every command line
     from tasks.lake.lake import Lake

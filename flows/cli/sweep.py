@@ -14,7 +14,7 @@ from flows.cli.application import ConfigOpt, app, console, err, fail, load, prin
 from flows.cli.prefect_server import start_prefect_server
 from flows.cli.progress_bars import progress_bars
 from flows.cli.stored import check_stored
-from tasks.config import ConfigError
+from tasks.errors import ConfigError
 from tasks.runs import stopping
 from tasks.suites.base import GeneratorError
 

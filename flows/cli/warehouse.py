@@ -24,7 +24,7 @@ from flows.cli.application import (
 from flows.cli.prefect_server import start_prefect_server
 from flows.cli.progress_bars import progress_bars
 from flows.cli.stored import check_stored
-from tasks.config import ConfigError, LakeError
+from tasks.errors import ConfigError, LakeError
 
 if TYPE_CHECKING:
     import duckdb

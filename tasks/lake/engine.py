@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import duckdb
 
-from tasks.config import ConfigError
+from tasks.errors import ConfigError
 from tasks.lake.config import DEFAULT_MEMORY_LIMIT, WarehouseConfig
 
 # The extensions the product uses, by their file names (each wheel is duckdb-extension-<name with dashes>).

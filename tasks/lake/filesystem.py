@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.arrow import ArrowFSWrapper
 from fsspec.implementations.memory import MemoryFile
 
-from tasks.config import LakeError
+from tasks.errors import LakeError
 
 
 def is_url(lake: str) -> bool:

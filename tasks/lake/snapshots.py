@@ -14,7 +14,7 @@ import re
 
 import duckdb
 
-from tasks.config import ConfigError
+from tasks.errors import ConfigError
 from tasks.lake.ducklake import ALIAS
 
 # A time in ISO 8601's extended form (2026-11-03, 2026-11-03T10:00, ... +02:00); run ids

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from tasks.config import ConfigError
+from tasks.errors import ConfigError
 from tasks.lake.filesystem import lake_root
 from tasks.lake.tables import _empty_table_sql
 
