@@ -40,9 +40,10 @@ from tasks.scoring.selection import Selection
 
 @stage_task(name="generate", task_run_name="generate-{suite}.{task_name}")
 def generate_items(suite: str, task_name: str, params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
-    """Items of one task as lake rows."""
+    """Items of one task as lake rows, without their surface features (added to the rows that are
+    validated and stored: tasks.items.features.add_features)."""
     dataset, items = generate_task(suite, task_name, params, seed)
-    return [item_row(item, dataset) for item in items]
+    return [item_row(item, dataset, features=False) for item in items]
 
 
 @stage_task(name="load-datasets")

@@ -29,6 +29,7 @@ from flows.stages import (
 )
 from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
+from tasks.items.features import add_features
 from tasks.items.validate import dedupe
 from tasks.lake.lake import Lake
 from tasks.lake.writes import stored_item_ids
@@ -171,10 +172,11 @@ def collect_items(cfg: Config) -> Collected:
 
 
 def prepare_items(cfg: Config, collected: Collected | None = None) -> tuple[
-        list[dict[str, Any]], list[list[dict[str, Any]]], list[dict[str, Any]]]:
+        list[dict[str, Any]], dict[int, list[dict[str, Any]]], list[list[dict[str, Any]]], list[dict[str, Any]]]:
     """The run's items (``collected``, else :func:`collect_items`), validated chunk by chunk (the
-    chunks with an item the lake does not hold) before anything is written. Returns the rows,
-    their chunks and the families dropped for repeating a prompt of another."""
+    chunks with an item the lake does not hold, given their surface features) before anything is
+    written. Returns the rows, those chunks by number, every chunk and the families dropped for
+    repeating a prompt of another."""
     logger = run_logger()
     rows, identical, dropped_families = collected or collect_items(cfg)
     for d in dropped_families:
@@ -189,12 +191,12 @@ def prepare_items(cfg: Config, collected: Collected | None = None) -> tuple[
     fresh = [i for i, chunk in enumerate(chunks) if any(r["item_id"] not in stored for r in chunk)]
     with progress.stage("validate", len(fresh)) as advance:
         for i in fresh:
-            validate_chunk(chunks[i], i)
+            validate_chunk(add_features(chunks[i]), i)
             advance(1)
     logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d chunk(s), "
                 "%d already stored and not validated again", len(rows), identical, len(dropped_families),
                 len(chunks), len(chunks) - len(fresh))
-    return rows, chunks, dropped_families
+    return rows, {i: chunks[i] for i in fresh}, chunks, dropped_families
 
 
 def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
@@ -212,18 +214,19 @@ def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
                            run_id=run_id, n_items=n_items)
 
 
-def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, chunks: list[list[dict[str, Any]]],
-              dropped_families: list[dict[str, Any]], config_path: str | None, overrides: dict[str, Any] | None,
-              dispatch: bool) -> tuple[dict[str, Any], CallStats]:
-    """The run's main body: store the items, call every model (each chunk parsed and scored as it
-    is answered), rebuild the catalog, then the statistics and report with ``sweep.report``. The
-    run ends `completed`, `waiting` (batch jobs still running) or as the exception that stopped it.
-    Returns the run summary and the call totals."""
+def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[int, list[dict[str, Any]]],
+              chunks: list[list[dict[str, Any]]], dropped_families: list[dict[str, Any]], config_path: str | None,
+              overrides: dict[str, Any] | None, dispatch: bool) -> tuple[dict[str, Any], CallStats]:
+    """The run's main body: store the items of ``new_chunks`` (those holding an item the lake did
+    not, by chunk number; the others it holds whole), call every model (each chunk parsed and
+    scored as it is answered), rebuild the catalog, then the statistics and report with
+    ``sweep.report``. The run ends `completed`, `waiting` (batch jobs still running) or as the
+    exception that stopped it. Returns the run summary and the call totals."""
     lake = Lake.of(cfg)
     crashes_before = len(embedded.crashes())
     with run:  # an exception ends the run failed or cancelled, with the counts kept so far
-        with progress.stage("store items", len(chunks)) as advance:
-            for i, chunk in enumerate(chunks):
+        with progress.stage("store items", len(new_chunks)) as advance:
+            for i, chunk in new_chunks.items():
                 store_items_chunk(lake, chunk, i)
                 advance(1)
 
@@ -309,9 +312,10 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
 
         scale_out.require_server()
     run_id = lifecycle.new_run_id()
-    rows, chunks, dropped_families = prepare_items(cfg, collected)
+    rows, new_chunks, chunks, dropped_families = prepare_items(cfg, collected)
     run = start_run(cfg, run_id, len(rows))
-    summary, _ = run_sweep(run, cfg, len(rows), chunks, dropped_families, config_path, overrides, dispatch)
+    summary, _ = run_sweep(run, cfg, len(rows), new_chunks, chunks, dropped_families, config_path, overrides,
+                           dispatch)
     if in_flow_run():
         summary_artifact(summary)
     return summary
