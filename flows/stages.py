@@ -1,4 +1,4 @@
-"""The sweep's Prefect tasks, shared by :mod:`flows.sweep` (a sweep in one process) and
+"""The sweep's Prefect tasks, shared by :mod:`flows.sweep_run` (a sweep in one process) and
 :mod:`flows.unit` (its (model, chunk) units as flow runs on workers).
 
 Each task is named for what it does (``validate_chunk``, ``call_model``, ...); the plain functions
@@ -7,10 +7,9 @@ one ``call-<model>`` task run per model, all at once (:mod:`tasks.models.stream`
 :class:`Finisher` thread parses and scores each chunk a model has finished. :func:`run_unit` is
 one model on one chunk (a dispatched unit): call, then parse and score what it answered.
 
-Callers pass a chunk's rows (and a selection's item ids) wrapped in Prefect's ``quote``: Prefect
-otherwise walks every task parameter, each row dict and each of its strings, twice per task run
-(looking for futures to resolve and for lineage), about 400 visits per item per stage; the
-tasks receive the plain value either way.
+The tasks are :func:`~tasks.runs.orchestration.stage_task` functions: Prefect task runs inside a
+flow run, plain calls in a sweep that runs without Prefect (one whose every answer is in the
+ledger).
 """
 
 from __future__ import annotations
@@ -22,10 +21,6 @@ import queue
 import re
 import threading
 from typing import Any, Callable, Sequence
-
-from prefect import task
-from prefect.cache_policies import NONE
-from prefect.utilities.annotations import quote
 
 from tasks.config import Config
 from tasks.errors import ConfigError
@@ -39,18 +34,20 @@ from tasks.models.cost import Budget, BudgetExceeded
 from tasks.models.stream import Chunks, ModelStream, run_calls, run_streams
 from tasks.records import step_plan
 from tasks.runs import progress
+from tasks.runs.orchestration import stage_task
 from tasks.scoring.score import StageStats, parse_responses, score_trials
 from tasks.scoring.selection import Selection
 
 
-@task(name="generate", task_run_name="generate-{suite}.{task_name}", cache_policy=NONE)
+@stage_task(name="generate", task_run_name="generate-{suite}.{task_name}")
 def generate_items(suite: str, task_name: str, params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
-    """Items of one task as lake rows."""
+    """Items of one task as lake rows, without their surface features (added to the rows that are
+    validated and stored: tasks.items.features.add_features)."""
     dataset, items = generate_task(suite, task_name, params, seed)
-    return [item_row(item, dataset) for item in items]
+    return [item_row(item, dataset, features=False) for item in items]
 
 
-@task(name="load-datasets", cache_policy=NONE)
+@stage_task(name="load-datasets")
 def load_datasets(lake: Lake, datasets: list[str]) -> list[dict[str, Any]]:
     """Item rows of stored datasets (imported families), selected through their memberships
     (``dataset_items``), each item once; an unknown id is a ConfigError."""
@@ -70,19 +67,19 @@ def check_datasets(lake: Lake, datasets: list[str]) -> None:
                           f"\"SELECT DISTINCT dataset_id FROM dataset_items\"`")
 
 
-@task(name="validate", task_run_name="validate-chunk-{index}", cache_policy=NONE)
+@stage_task(name="validate", task_run_name="validate-chunk-{index}")
 def validate_chunk(rows: list[dict[str, Any]], index: int) -> int:
     """Great Expectations over one chunk; raises ValidationFailed on any failed expectation."""
     return validate_items(rows, batch_name=f"chunk_{index}", distinct_problems=True)
 
 
-@task(name="store-items", task_run_name="store-items-chunk-{index}", cache_policy=NONE)
+@stage_task(name="store-items", task_run_name="store-items-chunk-{index}")
 def store_items_chunk(lake: Lake, rows: list[dict[str, Any]], index: int) -> int:
     """Write the chunk's items that the lake does not hold yet (items are content-addressed)."""
     return write_new_items(lake, rows)
 
 
-@task(name="call-chunk", task_run_name="call-{model}-chunk-{index}", cache_policy=NONE)
+@stage_task(name="call-chunk", task_run_name="call-{model}-chunk-{index}")
 def call_chunk(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
     """Every trial of the chunk on one model; only ledger misses are sent."""
     total = sum(len(step_plan(r)) for r in rows) * cfg.sweep.samples
@@ -90,7 +87,7 @@ def call_chunk(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, 
         return run_calls(rows, model, cfg.model(model), run_id, lake, cfg.sweep.samples, advance, cfg.sweep)
 
 
-@task(name="parse", task_run_name="parse-{model}-chunk-{index}", cache_policy=NONE)
+@stage_task(name="parse", task_run_name="parse-{model}-chunk-{index}")
 def parse_chunk(lake: Lake, selection: Selection, model: str, index: int) -> StageStats:
     """Parse the chunk's new responses."""
     with progress.stage(f"parse {model} chunk {index}", 1) as advance:
@@ -99,7 +96,7 @@ def parse_chunk(lake: Lake, selection: Selection, model: str, index: int) -> Sta
     return stats
 
 
-@task(name="score", task_run_name="score-{model}-chunk-{index}", cache_policy=NONE)
+@stage_task(name="score", task_run_name="score-{model}-chunk-{index}")
 def score_chunk(lake: Lake, selection: Selection, run_id: str, model: str, index: int) -> StageStats:
     """Score the chunk's trials."""
     with progress.stage(f"score {model} chunk {index}", 1) as advance:
@@ -108,7 +105,7 @@ def score_chunk(lake: Lake, selection: Selection, run_id: str, model: str, index
     return stats
 
 
-@task(name="call", task_run_name="call-{model}", cache_policy=NONE)
+@stage_task(name="call", task_run_name="call-{model}")
 async def call_model(stream: ModelStream, chunks: Chunks, model: str) -> CallStats:
     """Every chunk of the sweep on one model, as one stream of requests."""
     return await stream.run(chunks)
@@ -118,7 +115,7 @@ def finish_unit(lake: Lake, rows: Sequence[dict[str, Any]], model: str, run_id: 
     """Parse and score what one model answered for one chunk, then merge the files written so far,
     so that later reads open one file per unit."""
     try:
-        selection = quote(Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows)))
+        selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows))
         parse_chunk(lake, selection, model, index)
         score_chunk(lake, selection, run_id, model, index)
     finally:
@@ -184,7 +181,7 @@ def stream_sweep(lake: Lake, chunks: Sequence[Sequence[dict[str, Any]]], cfg: Co
                              lambda index, m=m: finisher.chunk_done(m, index)), indexed)
                 for m in models
             ]
-            stats = asyncio.run(run_streams(streams, lambda s, c: call_model(quote(s), quote(c), s.name)))
+            stats = asyncio.run(run_streams(streams, lambda s, c: call_model(s, c, s.name)))
     finally:
         finisher.close()
     return dict(zip(models, stats))
@@ -194,7 +191,7 @@ def run_unit(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, ru
     """One model on one chunk: call the model, then parse and score what it answered. The unit's
     files are merged when it ends, so that the next units' reads open one file per unit."""
     try:
-        stats = call_chunk(lake, quote(rows), model, cfg, run_id, index)
+        stats = call_chunk(lake, rows, model, cfg, run_id, index)
     except BaseException:
         compact_written(lake, final=False)
         raise

@@ -13,7 +13,7 @@ import datetime as dt
 import functools
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -111,8 +111,9 @@ class Item:
         return content_hash(self.identity())
 
     def identity(self) -> dict[str, Any]:
-        """The fields the item id covers: all of them."""
-        d = asdict(self)
+        """The fields the item id covers: all of them (as ``asdict`` gives them, without its deep copy
+        of every value: the hash only reads them)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["messages"] = [list(m) for m in self.messages]
         d["steps"] = [asdict(s) for s in self.steps]
         return d

@@ -53,6 +53,42 @@ def test_ledger_is_the_cache(tmp_path):
     assert scores == [{"status": "correct", "n": 15}]
 
 
+def test_a_sweep_with_every_answer_stored_runs_without_prefect_and_stores_the_same_rows(tmp_path):
+    """`invarbench sweep` sends what is missing in a flow run; the same sweep again, every answer in
+    the ledger, has no flow run and stores what the flow stores for such a sweep (docs/operations.md,
+    "A sweep that calls nothing")."""
+    with FakeServer() as server:
+        cfg = fake_model_config(tmp_path, server.api_base)
+        first = run_cli("sweep", "--config", str(cfg))
+        assert first.returncode == 0, first.stderr
+        assert "prefect flow run: none" not in first.stdout and len(server.state.seen) == 5
+        second = run_cli("sweep", "--config", str(cfg))
+        assert second.returncode == 0, second.stderr
+        assert "prefect flow run: none (every answer was in the ledger)" in second.stdout
+        in_flow = sweep(str(cfg))  # the same cached sweep as a flow run, to compare its rows
+        assert len(server.state.seen) == 5 and in_flow["sent"] == 0
+
+    wh = tmp_path / "wh"
+    runs = lake_query(wh, "SELECT run_id, coalesce(flow_run_id, '') AS flow_run_id, n_requests, n_sent, n_cached "
+                          "FROM runs WHERE status = 'completed' ORDER BY run_id")
+    assert [(r["n_requests"], r["n_sent"], r["n_cached"]) for r in runs] == [(5, 5, 0), (5, 0, 5), (5, 0, 5)]
+    assert runs[0]["flow_run_id"] != "" and runs[1]["flow_run_id"] == "" and runs[2]["flow_run_id"] != ""
+    without, within = runs[1]["run_id"], runs[2]["run_id"]
+    assert in_flow["run_id"] == within
+
+    def stored(sql):
+        return [lake_query(wh, sql, [run_id]) for run_id in (without, within)]
+
+    requests = stored("SELECT request_id, trial_id, step, step_index, sampling, messages FROM run_requests "
+                      "WHERE run_id = ? ORDER BY request_id")
+    assert len(requests[0]) == 5 and requests[0] == requests[1]
+    scores = stored("SELECT trial_id, scorer_version, status, correct, predicted, response_ids FROM all_scores "
+                    "WHERE run_id = ? ORDER BY trial_id")
+    assert scores[0] == scores[1] == []  # the first run scored every trial: neither cached run scores again
+    headline = stored("SELECT * EXCLUDE (run_id) FROM run_accuracy_by_bin WHERE run_id = ? ORDER BY ALL")
+    assert headline[0] == headline[1] and sum(r["n_correct"] for r in headline[0]) == 5
+
+
 def _kind(content: str) -> int:
     """Fault kind of a closure prompt, from its n (5, 10, ... → 1, 2, 3, 4, 0, 1, ...)."""
     return content.count("1") // 5 % 5

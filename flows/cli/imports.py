@@ -48,7 +48,7 @@ def import_families(
 
 def _import_foreign(source: Path, fmt: str, mapping: Optional[Path], config: Optional[Path], cfg) -> None:
     from flows.imports import import_foreign
-    from flows.sweep import headline
+    from flows.sweep_run import headline
     from tasks.imports import ImportRejected
     from tasks.interop import plan_foreign
     from tasks.lake.lake import Lake
@@ -109,7 +109,7 @@ def import_responses(
         fail("--model: a model name is needed" if model is None else "--mapping: only with --format lm-eval")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from flows.imports import import_responses as import_flow
-    from flows.sweep import headline
+    from flows.sweep_run import headline
     from tasks.imports import ImportRejected, plan_import
     from tasks.lake.lake import Lake
 

@@ -4,6 +4,7 @@ summary it prints."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -19,31 +20,32 @@ from tasks.runs import stopping
 from tasks.suites.base import GeneratorError
 
 
-def check_generators(cfg: Any) -> None:
-    """Run every selected generator once, before the flow: a parameter only a generator checks
-    (``n_step = -10``) raises GeneratorError here, in a fraction of a second, instead of inside
-    the flow after Prefect has started. Generating is cheap next to calling a model."""
-    from tasks.items.generate import generate_task
-
-    for suite, task in cfg.selected_tasks():
-        try:
-            generate_task(suite, task, cfg.task_params(suite, task), cfg.sweep.seed)
-        except GeneratorError as exc:
-            raise GeneratorError(f"suites.{suite}.params.{task}: {exc}") from None
-
-
-def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> None:
+def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> tuple[Any, Any]:
     """Everything a sweep could reject, checked before its flow starts: the configuration, the
-    filters, the stored datasets and the generators' parameters; exit 2 with one line otherwise."""
+    filters, the stored datasets and the generators' parameters (a parameter only a generator
+    checks, ``n_step = -10``, fails here in a fraction of a second instead of after Prefect has
+    started); exit 2 with one line otherwise. Returns the configuration and the collected items."""
+    from flows.sweep_run import collect_items
+
     try:
         cfg = load(config, overrides).select(**select)
         if cfg.sweep.datasets:
             from tasks.lake.lake import Lake
 
             check_stored(Lake.of(cfg), "sweep.datasets", cfg.sweep.datasets)
-        check_generators(cfg)
+        return cfg, collect_items(cfg)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
+
+
+def answered_already(cfg: Any, rows: list[dict[str, Any]]) -> bool:
+    """Whether every trial of the sweep has its answers in the ledger (one anti-join per model):
+    such a sweep calls nothing and runs without Prefect."""
+    from tasks.lake.lake import Lake
+    from tasks.models.call import unanswered_trials
+
+    lake = Lake.of(cfg, read_only=True)
+    return all(unanswered_trials(lake, rows, m, cfg.model(m), cfg.sweep.samples) == 0 for m in cfg.sweep.models)
 
 
 @app.command()
@@ -75,10 +77,10 @@ def sweep(
         overrides.setdefault("sweep", {})["batch_size"] = batch_size
     if warehouse:
         overrides["warehouse"] = {"path": warehouse}
-    check_sweep(config, overrides, select)
+    cfg, collected = check_sweep(config, overrides, select)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     with stopped_cleanly():
-        summary = _run_sweep(config, overrides, select)
+        summary = _run_sweep(config, overrides, select, collected if answered_already(cfg, collected[0]) else None)
     _print_summary(summary)
 
 
@@ -86,31 +88,39 @@ def sweep(
 def stopped_cleanly() -> Iterator[None]:
     """SIGTERM and Ctrl-C stop the sweep cleanly (tasks.runs.stopping): it ends with exit code 130
     or 143 and a message; the Prefect server this process started ends with it."""
-    from prefect.exceptions import CancelledRun
-
     stopping.reset()
     try:
         with stopping.on_signals():
             yield
-    except (CancelledRun, stopping.Stopped, stopping.StopNow) as exc:
+    except (stopping.Stopped, stopping.StopNow) as exc:
         why = str(exc) if isinstance(exc, stopping.StopNow) else stopping.reason()
         fail(f"sweep stopped ({why}). Its run, if it had begun, reads `cancelled` (invarbench runs); every "
              "answer received is stored, and the next sweep sends only what has none.", stopping.exit_code())
 
 
-def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> dict[str, Any]:
-    server_up = start_prefect_server()
-    from flows.sweep import sweep as sweep_flow
+def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]],
+               answered: Any) -> dict[str, Any]:
+    """The sweep, as the ``sweep`` flow; or, given the ``answered`` items of a sweep whose every
+    answer is in the ledger, without Prefect: neither its import nor its temporary server (most
+    of such a sweep's time), and no flow run (docs/operations.md)."""
+    if answered is None:
+        server_up = start_prefect_server()
+        from flows.sweep import sweep as run  # imported while the server boots
+
+        server_up()
+    else:
+        from flows.sweep_run import perform_sweep
+
+        run = functools.partial(perform_sweep, collected=answered)
     from tasks.items.validate import ValidationFailed
     from tasks.models import embedded
     from tasks.models.cost import BudgetExceeded
 
-    server_up()
     stopping.raise_if_requested()
 
     try:
         with progress_bars():
-            return sweep_flow(str(config) if config else None, overrides, select=select)
+            return run(str(config) if config else None, overrides, select=select)
     except ValidationFailed as exc:
         fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
     except embedded.EmbeddedModelCrashed as exc:  # evaluated only when an exception gets here
@@ -121,11 +131,15 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
         fail(f"run failed: {exc}", 1)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
+    except Exception:  # a stopped flow raises Prefect's CancelledRun; a sweep without Prefect, what stopped it
+        if not stopping.requested():
+            raise
+        raise stopping.Stopped(stopping.reason()) from None
     raise AssertionError("unreachable: fail() exits")
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    from flows.sweep import concurrency_rows
+    from flows.sweep_run import concurrency_rows
 
     print_rows([{k: v for k, v in r.items() if k != "bin_lo"} for r in summary["headline"]],
                title=f"run {summary['run_id']}: accuracy per task and bin")
@@ -134,7 +148,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
         f"{summary['cached']} from the ledger, {summary['errors']} errors\n"
         f"warehouse: {summary['warehouse']}\ncatalog:   {summary['catalog']}  "
         f"(invarbench sql \"SELECT * FROM accuracy_by_bin\")\n"
-        f"prefect flow run: {summary['flow_run_id']}",
+        f"prefect flow run: {summary['flow_run_id'] or 'none (every answer was in the ledger)'}",
         highlight=False,
     )
     if summary.get("report"):

@@ -23,6 +23,7 @@ import functools
 import os
 import re
 from dataclasses import asdict, dataclass
+from typing import Any
 
 FEATURE_NAMES = (
     "n_chars",
@@ -90,3 +91,13 @@ def surface_features(text: str) -> SurfaceFeatures:
 def feature_row(text: str) -> dict[str, float | int]:
     """The features as a flat dict, ready to be item columns."""
     return asdict(surface_features(text))
+
+
+def add_features(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give each item row that has none its surface features (in place); returns ``rows``. A
+    sweep computes them only for the chunks it validates and stores: tokenizing is most of the
+    cost of generating an item, and the lake already holds the features of the items it holds."""
+    for row in rows:
+        if "n_tokens" not in row:
+            row.update(feature_row(row["prompt"]))
+    return rows

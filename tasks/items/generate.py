@@ -28,10 +28,10 @@ def generate_task(suite: str, task: str, params: dict[str, Any], seed: int) -> t
     return dataset_id(suite, task, spec.version, resolved, seed), spec.generate(resolved, seed)
 
 
-def item_row(item: Item, dataset: str) -> dict[str, Any]:
+def item_row(item: Item, dataset: str, features: bool = True) -> dict[str, Any]:
     """The lake row of an item: every column of docs/data-model.md#items, messages and steps as JSON,
-    surface features."""
-    return {
+    surface features (without ``features``, left for :func:`tasks.items.features.add_features`)."""
+    row = {
         "item_id": item.item_id,
         "dataset_id": dataset,
         "suite": item.suite,
@@ -54,9 +54,11 @@ def item_row(item: Item, dataset: str) -> dict[str, Any]:
         "generator_version": item.generator_version,
         "seed": item.seed,
         "params": canonical_json(item.params),
-        **feature_row(item.prompt),
-        "created_at": now_utc(),
     }
+    if features:
+        row.update(feature_row(item.prompt))
+    row["created_at"] = now_utc()
+    return row
 
 
 # The columns of an item row that are Item fields stored as they are (messages, steps, params are JSON).

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from tasks.lake.lake import Lake
-from tasks.records import Request, Route, content_hash, now_utc
+from tasks.models.config import ModelConfig
+from tasks.models.routes import route_for
+from tasks.records import Request, Route, content_hash, now_utc, step_plan
 
 _REF = re.compile(r"\{([A-Za-z0-9_]+)\.(value|text)\}")
 
@@ -172,3 +174,38 @@ def lookup_ledger(lake: Lake, request_ids: Sequence[str]) -> dict[str, dict[str,
     if not request_ids:
         return {}
     return {r["request_id"]: r for r in lake.read(USABLE_LEDGER_ROWS, [list(request_ids)])}
+
+
+
+# The trials of $1 (trial ids), $2 (their first request's id) and $3 (their number of steps) that
+# need a call. A trial is answered when its first request is (a usable ledger row, as in
+# USABLE_LEDGER_ROWS) and, for a chain, so is each of its steps among the requests recorded for
+# the trial: a later step's request is built from the earlier answer, so only a recorded one can be
+# looked up.
+UNANSWERED_TRIALS = """
+    WITH want AS (SELECT unnest($1::VARCHAR[]) AS trial_id, unnest($2::VARCHAR[]) AS request_id,
+                         unnest($3::INTEGER[]) AS n_steps),
+         ok AS MATERIALIZED (SELECT request_id FROM ledger WHERE status = 'ok'),
+         chains AS (SELECT trial_id, count(DISTINCT step) AS answered FROM requests SEMI JOIN ok USING (request_id)
+                    WHERE trial_id IN (SELECT trial_id FROM want WHERE n_steps > 1) GROUP BY trial_id)
+    SELECT count(*) AS n FROM want LEFT JOIN chains USING (trial_id)
+    WHERE request_id NOT IN (SELECT request_id FROM ok) OR (n_steps > 1 AND coalesce(answered, 0) < n_steps)"""
+
+
+def unanswered_trials(lake: Lake, rows: Sequence[dict[str, Any]], model: str, cfg: ModelConfig, samples: int) -> int:
+    """How many trials of ``rows`` × ``samples`` on ``model`` need a call: one anti-join against
+    the ledger in DuckDB (UNANSWERED_TRIALS), Python only hashing; 0 when every answer is there."""
+    route, sampling = route_for(cfg), cfg.sampling()
+    trial_ids, request_ids, n_steps = [], [], []
+    for row in rows:
+        steps = step_plan(row)
+        messages = step_messages(row, steps[0], {})  # a first step refers to no earlier answer
+        for s in range(samples):
+            trial = trial_id(row["item_id"], asdict(route), sampling, s)
+            trial_ids.append(trial)
+            request_ids.append(Request(trial_id=trial, item_id=row["item_id"], model=model, step=steps[0]["name"],
+                                       route=route, messages=messages, sampling=sampling, sample_idx=s).request_id)
+            n_steps.append(len(steps))
+    if not trial_ids:
+        return 0
+    return lake.read(UNANSWERED_TRIALS, [trial_ids, request_ids, n_steps])[0]["n"]

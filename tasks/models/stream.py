@@ -263,9 +263,10 @@ class ModelStream:
                 t.stopped = True
                 self.progress(len(t.steps) - wave - 1)
                 continue
-            step = t.steps[wave]
-            parsed = parsing.parse(step["answer_type"], text, finish_reason)
-            t.answers[step["name"]] = {"text": text, "value": parsed.value}
+            if wave + 1 < len(t.steps):  # only a later step reads the answer
+                step = t.steps[wave]
+                parsed = parsing.parse(step["answer_type"], text, finish_reason)
+                t.answers[step["name"]] = {"text": text, "value": parsed.value}
 
     async def _send(self, requests: list[Request], answered: Callable[[Response], None]) -> list[Response]:
         """Queue ``requests`` for the workers and wait for their answers (None: not sent)."""

@@ -28,6 +28,7 @@ import functools
 import logging
 import os
 import socket
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -94,6 +95,8 @@ def new_run_id() -> str:
 
 def flow_run_id() -> str:
     """The id of the Prefect flow run this code runs in, or ``""`` outside one."""
+    if "prefect" not in sys.modules:  # a sweep run without Prefect (flows.cli.sweep) imports none of it
+        return ""
     from prefect.runtime import flow_run
 
     return str(flow_run.get_id() or "")
