@@ -23,7 +23,6 @@ from typing import Any
 
 from bench.common import (ROOT, Figure, Journal, Scale, bench_script, cli, code_version, last_json,
                           lissard_suites, run, sweep_config, write_config)
-from bench.views import METRIC_VIEWS
 
 SERVER_LATENCY_S = 0.05
 CONCURRENCY = 64
