@@ -1,4 +1,4 @@
-"""``invarbench import-responses``: responses produced elsewhere, stored and scored like any run.
+r"""``invarbench import-responses``: responses produced elsewhere, stored and scored like any run.
 
 The file is CSV (UTF-8, a header row), JSONL (one JSON object per line) or Parquet, one row per
 response. Column names match whatever their case and surrounding spaces (``Prompt``, ``prompt,
