@@ -12,7 +12,7 @@ the lake is read through the CLI only (``sql``, ``check``). Invariants (exit cod
 fails): calls paid ≤ distinct requests + calls in flight at the stops; no request answered twice;
 none lost (without an ok answer at the end); ``invarbench check`` clean; each stopped sweep ended
 as documented (exit 130/143 and run ``cancelled`` after SIGINT/SIGTERM/a cancellation, run
-``crashed`` or ``failed`` after SIGKILL, no process it started left running).
+``crashed`` or ``failed`` after SIGKILL, no call started after a signal, no process left running).
 
 The sweeps share one ``prefect server start`` of the script's (so that their flow runs can be
 cancelled through its API); with ``--temporary-server`` each starts its own, as a user's does, and
@@ -34,11 +34,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -89,6 +89,7 @@ class Stop:
     calls_before: int = 0  # new calls seen when the stop was sent
     at_s: float | None = None  # seconds after launch
     in_flight: int = 0  # calls in flight at the server at that moment
+    calls_after: int = 0  # calls the server saw from the stop to the sweep's exit
     exit_code: int | None = None
     exit_s: float | None = None  # from the stop to the sweep's exit
     left_running: int = 0  # processes the sweep started, alive 30 s after it ended
@@ -113,6 +114,7 @@ class Chaos:
     config: Path
     provider: PayingProvider
     api: str | None  # the shared Prefect server's API, or None: each sweep starts its own
+    concurrency: int = 8  # per model
     expected: int = 0  # requests the sweep makes: items × models
     stops: list[Stop] = field(default_factory=list)
 
@@ -190,8 +192,9 @@ def wait_for_moment(chaos: Chaos, stop: Stop, proc: subprocess.Popen, started: f
     seen = len(state.seen)
     left = max(0, chaos.expected - len({key for _, key in chaos.provider.paid}))
     stops_left = len(chaos.stops) - chaos.stops.index(stop)
-    # at most half of an equal share of what is left: the later stops find calls to interrupt too
-    calls = 1 + int(stop.share * max(0, left // (2 * stops_left) - 1))
+    # within an equal share of what is left, less the calls in flight (answered or paid again after
+    # the stop), so that the later stops find calls to interrupt too
+    calls = 1 + int(stop.share * max(0, left // stops_left - 2 * chaos.concurrency * len(MODELS)))
     while proc.poll() is None:
         if time.monotonic() - started > WAIT_S:
             raise RuntimeError(f"stop {stop.kind}: the sweep never reached its moment")
@@ -225,6 +228,7 @@ def stop_sweep(chaos: Chaos, stop: Stop, segment: int) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         stop.exit_s = time.monotonic() - started - stop.at_s
+        stop.calls_after = len(chaos.provider.state.seen) - seen - stop.calls_before
         deadline = time.monotonic() + 30
         while any(common.alive(p) for p in children) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -275,24 +279,25 @@ def outcome(chaos: Chaos, final_exit: int) -> dict[str, Any]:
     for stop in chaos.stops:
         run = by_pid.get(stop.pid)
         stop.note = stop.note or (f"run {run['status']}: {run['message'] or ''}".strip(": ") if run else "no run yet")
-    figures = {"stops": len(chaos.stops), "expected_requests": chaos.expected, "calls_paid": len(paid),
+    figures = {"stops": [asdict(s) for s in chaos.stops], "expected_requests": chaos.expected, "calls_paid": len(paid),
                "distinct_requests_paid": len(keys), "in_flight_at_stops": sum(s.in_flight for s in chaos.stops),
                "paid_twice_by_stop": dict(twice), "lake_requests": lake["requests"], "lost": lake["lost"],
                "answered_twice": lake["answered_twice"], "check_exit": checked.returncode,
-               "check_found": found, "final_sweep_exit": final_exit, "runs": [r["status"] for r in runs]}
+               "check_found": found, "final_sweep_exit": final_exit, "runs": [r["status"] for r in runs],
+               "slowest_exit_s": round(max((s.exit_s or 0 for s in chaos.stops), default=0), 1)}
     figures["invariants"] = invariants(chaos, figures, by_pid)
     return figures
 
 
 def ended_as_documented(stop: Stop, run: dict | None) -> bool:
-    """Whether a stopped sweep exited with its stop's code, left no process, and its run (if it had
-    begun) reads as documented. A cancellation the sweep had no time to see before it completed
-    (it looks every ``cancel_poll_s``) leaves it completed, exit 0."""
+    """Whether a stopped sweep exited with its stop's code, left no process, started no call after
+    a signal, and its run (if it had begun) reads as documented. A stop that came when nothing was
+    left to send (a cancellation is seen every ``cancel_poll_s``) may find it completing: exit 0."""
     if stop.at_s is None:
         return True  # it ended before its moment: nothing was stopped
     status = run["status"] if run else None
-    late_cancel = stop.kind == "cancel" and stop.exit_code == 0 and status == "completed"
-    return stop.left_running == 0 and (late_cancel or (
+    late = stop.exit_code == 0 and status == "completed" and (stop.kind == "cancel" or stop.calls_after == 0)
+    return stop.left_running == 0 and (stop.kind == "cancel" or stop.calls_after == 0) and (late or (
         stop.exit_code == EXIT_CODES[stop.kind] and status in (None, *RUN_STATUSES[stop.kind])))
 
 
@@ -310,27 +315,23 @@ def invariants(chaos: Chaos, f: dict[str, Any], by_pid: dict[int, dict]) -> dict
 
 def markdown(chaos: Chaos, f: dict[str, Any], command: str, load: tuple[float, float], minutes: float) -> str:
     """The section for bench/results.md: when, what, the figures, the invariants, every stop."""
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     kinds = Counter(s.kind for s in chaos.stops)
-    lines = [TITLE, "",
-             f"Measured {now} on commit {commit()}, load average {load[0]:.1f} at the start and {load[1]:.1f} at "
-             f"the end, {minutes:.1f} min (`{command}`). Stops: "
-             + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + ".", "",
-             "| measure | value |", "|---|---:|"]
-    for name in ("expected_requests", "calls_paid", "distinct_requests_paid", "in_flight_at_stops",
-                 "lake_requests", "answered_twice", "lost", "check_exit", "final_sweep_exit"):
-        lines.append(f"| {name.replace('_', ' ')} | {f[name]} |")
-    lines.append(f"| requests paid twice, by the stop before their first payment | {f['paid_twice_by_stop'] or 0} |")
-    lines.append(f"| `invarbench check` findings | {f['check_found'] or 'none'} |")
-    lines += ["", "| invariant | held |", "|---|---|"]
+    lines = [TITLE, "", f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on commit {commit()}, load average "
+             f"{load[0]:.1f} at the start and {load[1]:.1f} at the end, {minutes:.1f} min (`{command}`). Stops: "
+             + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + ".", "", "| measure | value |", "|---|---:|"]
+    lines += [f"| {name.replace('_', ' ')} | {f[name]} |" for name in (
+        "expected_requests", "calls_paid", "distinct_requests_paid", "in_flight_at_stops", "lake_requests",
+        "answered_twice", "lost", "check_exit", "final_sweep_exit", "slowest_exit_s")]
+    lines += [f"| requests paid twice, by the stop before their first payment | {f['paid_twice_by_stop'] or 0} |",
+              f"| `invarbench check` findings | {f['check_found'] or 'none'} |",
+              "", "| invariant | held |", "|---|---|"]
     lines += [f"| {name} | {'yes' if held else '**NO**'} |" for name, held in f["invariants"].items()]
-    lines += ["", "| # | stop | moment (s after launch) | new calls before it | in flight | exit code | "
-                  "exit after (s) | processes left | run |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines += ["", "| # | stop | moment (s after launch) | new calls before it | in flight | calls after it | exit "
+                  "code | exit after (s) | processes left | run |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for i, s in enumerate(chaos.stops, 1):
-        at = "–" if s.at_s is None else f"{s.at_s:.1f}"
-        gone = "–" if s.exit_s is None else f"{s.exit_s:.1f}"
-        lines.append(f"| {i} | {s.kind} | {at} | {s.calls_before} | {s.in_flight} | {s.exit_code} | {gone} | "
-                     f"{s.left_running} | {s.note.replace('|', '/')} |")
+        at, gone = ("–", "–") if s.at_s is None else (f"{s.at_s:.1f}", f"{s.exit_s:.1f}")
+        lines.append(f"| {i} | {s.kind} | {at} | {s.calls_before} | {s.in_flight} | {s.calls_after} | {s.exit_code} "
+                     f"| {gone} | {s.left_running} | {s.note.replace('|', '/')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -340,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--stops", type=int, default=20, help="how many times a sweep is stopped (20)")
     p.add_argument("--seed", type=int, default=0, help="decides the kinds, their order and the moments (0)")
-    p.add_argument("--items", type=int, default=200, help="symmetry closure items; each model answers all (200)")
+    p.add_argument("--items", type=int, default=400, help="symmetry closure items; each model answers all (400)")
     p.add_argument("--latency", type=float, default=0.15, help="seconds the server takes per call (0.15)")
     p.add_argument("--concurrency", type=int, default=8, help="calls in flight per model (8)")
     p.add_argument("--kinds", default=",".join(KINDS), help="the stops to mix (all; --temporary-server drops cancel)")
@@ -374,26 +375,20 @@ def run(args: argparse.Namespace, kinds: list[str]) -> tuple[Chaos, dict[str, An
     shutil.rmtree(args.workdir, ignore_errors=True)
     args.workdir.mkdir(parents=True)
     provider = PayingProvider(args.latency)
-    with FakeServer(provider.state) as fake, prefect_api(args.workdir, not args.temporary_server) as api:
+    with FakeServer(provider.state) as fake, ExitStack() as stack:
         fake.httpd.handle_error = lambda request, address: None  # a killed sweep resets its connections
+        api = None
+        if not args.temporary_server:
+            server, api = common.start_prefect_server(args.workdir)
+            stack.callback(common.stop_group, server)
         config = write_sweep_config(args.workdir, fake.api_base, args.items, args.concurrency)
-        chaos = Chaos(args.workdir, config, provider, api, stops=plan(args.seed, args.stops, kinds, args.latency))
+        chaos = Chaos(args.workdir, config, provider, api, args.concurrency,
+                      stops=plan(args.seed, args.stops, kinds, args.latency))
         chaos.expected = count_requests(chaos)
         for i, stop in enumerate(chaos.stops):
             stop_sweep(chaos, stop, i)
             print(f"stop {i + 1}/{len(chaos.stops)}: {json.dumps(asdict(stop))}", flush=True)
         return chaos, outcome(chaos, final_sweep(chaos))
-
-
-@contextmanager
-def prefect_api(workdir: Path, wanted: bool) -> Iterator[str | None]:
-    """A shared Prefect server's API URL while it runs (None when not ``wanted``)."""
-    proc, api = common.start_prefect_server(workdir) if wanted else (None, None)
-    try:
-        yield api
-    finally:
-        if proc is not None:
-            common.stop_group(proc)
 
 
 if __name__ == "__main__":
