@@ -30,6 +30,7 @@ def test_a_sweep_stopped_twice_and_resumed_pays_each_request_once(tmp_path, caps
     assert len(figures["stops"]) == 2 and figures["expected_requests"] == figures["lake_requests"] == 80
     assert figures["calls_paid"] <= figures["distinct_requests_paid"] + figures["in_flight_at_stops"]
     assert (figures["lost"], figures["answered_twice"], figures["check_exit"]) == (0, 0, 0)
+    assert all(s["paid_again"] <= s["in_flight"] for s in figures["stops"]), figures["stops"]
     assert figures["runs"][-1] == "completed"
     assert {s["kind"] for s in figures["stops"]} == {"SIGKILL", "cancel"}
     section = out.read_text(encoding="utf-8")
