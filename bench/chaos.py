@@ -8,11 +8,11 @@ Prefect API, and resumed by the next sweep; a last sweep runs to the end. A mome
 new calls seen by the server (then part of a call's latency) or, one time in five, seconds after launch.
 
 The server counts what is paid (each call it answers 200) and the calls in flight at each stop;
-the lake is read through the CLI only (``sql``, ``check``). Invariants (exit code 1 when one
-fails): calls paid ≤ distinct requests + calls in flight at the stops; no request answered twice;
-none lost (without an ok answer at the end); ``invarbench check`` clean; each stopped sweep ended
-as documented (exit 130/143 and run ``cancelled`` after SIGINT/SIGTERM/a cancellation, run
-``crashed`` or ``failed`` after SIGKILL, no call started after a signal, no process left running).
+the lake is read through the CLI only (``sql``, ``check``). Invariants (exit 1 when one fails):
+calls paid ≤ distinct requests + calls in flight at the stops, and so stop by stop; none answered
+twice; none lost; ``invarbench check`` clean; each stopped sweep ended as documented (130/143 and
+run ``cancelled`` after SIGINT/SIGTERM/a cancellation, ``crashed`` after SIGKILL, no new call
+after a signal, no process left).
 
 The sweeps share a ``prefect server start`` of the script's (their flow runs are cancelled through
 its API); ``--temporary-server``: each starts its own, as a user's does, and only signals stop it.
@@ -90,7 +90,7 @@ class Stop:
     at_s: float | None = None  # seconds after launch
     in_flight: int = 0  # calls in flight at the server at that moment
     calls_after: int = 0  # calls the server saw from the stop to the sweep's exit
-    late_calls: int = 0  # of those, the calls that came more than LATE_S after the stop: started after it
+    late_calls: int = 0  # of those, new ones (no retry of a call sent before) more than LATE_S after it
     paid_again: int = 0  # requests first paid while this sweep ran and paid again by a later one
     exit_code: int | None = None
     exit_s: float | None = None  # from the stop to the sweep's exit
@@ -186,8 +186,7 @@ def wait_for_moment(chaos: Chaos, stop: Stop, proc: subprocess.Popen, started: f
     state = chaos.provider.state
     seen = len(state.seen)
     left = max(0, chaos.expected - len({key for _, key in chaos.provider.paid}))
-    # within an equal share of what is left, less the calls in flight (answered or paid again after
-    # the stop), so that the later stops find calls to interrupt too
+    # an equal share of what is left less the calls in flight: the later stops find calls to cut too
     calls = 1 + int(stop.share * max(0, left // stops_left - 2 * chaos.concurrency * len(MODELS)))
     while proc.poll() is None:
         if time.monotonic() - started > WAIT_S:
@@ -223,8 +222,11 @@ def stop_sweep(chaos: Chaos, stop: Stop, segment: int) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         stop.exit_s = time.monotonic() - started - stop.at_s
-        after = chaos.provider.state.seen[seen + stop.calls_before:]
-        stop.calls_after, stop.late_calls = len(after), sum(call.at - stopped > LATE_S for call in after)
+        calls = chaos.provider.state.seen[seen:]
+        sent = {json.dumps(c.body, sort_keys=True) for c in calls[:stop.calls_before]}  # their retries go on
+        stop.calls_after = len(calls) - stop.calls_before
+        stop.late_calls = sum(c.at - stopped > LATE_S and json.dumps(c.body, sort_keys=True) not in sent
+                              for c in calls[stop.calls_before:])
         deadline = time.monotonic() + 30
         while any(common.alive(p) for p in children) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -249,7 +251,6 @@ def final_sweep(chaos: Chaos) -> int:
         return proc.wait(timeout=WAIT_S)
     finally:
         common.stop_group(proc)
-        settle(chaos)
 
 
 def outcome(chaos: Chaos, final_exit: int) -> dict[str, Any]:
@@ -271,8 +272,7 @@ def outcome(chaos: Chaos, final_exit: int) -> dict[str, Any]:
                (SELECT count(*) FROM (SELECT request_id FROM responses WHERE status = 'ok'
                                       GROUP BY request_id HAVING count(*) > 1)) AS answered_twice""")
     checked = chaos.invarbench("check", "--json", check=False)
-    report = common.last_json(checked.stdout)
-    found = {f["check"]: f["count"] for f in report["checks"] if f["count"] or f["error"]}
+    found = {f["check"]: f["count"] for f in common.last_json(checked.stdout)["checks"] if f["count"] or f["error"]}
     runs = chaos.sql("SELECT pid, status, message FROM runs ORDER BY started_at")
     by_pid = {r["pid"]: r for r in runs}
     for stop in chaos.stops:
@@ -328,7 +328,7 @@ def markdown(chaos: Chaos, f: dict[str, Any], command: str, load: tuple[float, f
               f"| `invarbench check` findings | {f['check_found'] or 'none'} |",
               "", "| invariant | held |", "|---|---|"]
     lines += [f"| {name} | {'yes' if held else '**NO**'} |" for name, held in f["invariants"].items()]
-    lines += ["", "| # | stop | moment (s after launch) | new calls before it | in flight | calls after it (> 1 s "
+    lines += ["", "| # | stop | moment (s after launch) | new calls before it | in flight | calls after it (new, > 1 s "
                   "after) | paid again later | exit code | exit after (s) | processes left | run |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for i, s in enumerate(chaos.stops, 1):
