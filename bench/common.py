@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -112,7 +115,8 @@ def bench_script(name: str, *args: str) -> list[str]:
     return [sys.executable, str(BENCH / name), *args]
 
 
-def _children(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``: its children, theirs, and so on."""
     found, stack = [], [pid]
     while stack:
         p = stack.pop()
@@ -158,7 +162,7 @@ def run(cmd: Sequence[str], workdir: Path, *, timeout: float = 7200, extra_env: 
         def poll() -> None:
             nonlocal peak_tree
             while not stop.is_set():
-                total = sum(_rss_mb(p) for p in [proc.pid, *_children(proc.pid)])
+                total = sum(_rss_mb(p) for p in [proc.pid, *descendants(proc.pid)])
                 peak_tree = max(peak_tree, total)
                 stop.wait(0.2)
 
@@ -187,6 +191,51 @@ def stop_on_sigterm() -> None:
     """Make SIGTERM (``timeout``, ``kill``, a cancelled CI job) end the harness as Ctrl-C does, by
     raising, so that `run` stops the measured child's tree instead of leaving it running."""
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def start_prefect_server(workdir: Path) -> tuple[subprocess.Popen, str]:
+    """``prefect server start`` on a free loopback port, its home under ``workdir`` (as :func:`env`'s);
+    the process (a session of its own: end it with :func:`stop_group`) and its API URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    api = f"http://127.0.0.1:{port}/api"
+    with (workdir / "prefect-server.log").open("wb") as log:
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
+                                 "--port", str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                env=env(workdir, PREFECT_UI_ENABLED="false", PREFECT_SERVER_ANALYTICS_ENABLED="false"),
+                                start_new_session=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                return proc, api
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    stop_group(proc)
+    raise RuntimeError(f"the Prefect server did not start:\n{(workdir / 'prefect-server.log').read_text()[-3000:]}")
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 30) -> None:
+    """End a process started here in a session of its own, and its children: SIGTERM, then after
+    ``grace_s`` SIGKILL."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        if proc.poll() is not None:
+            return
+        os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def alive(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 # What a figure measures: a commit that changes none of these leaves its earlier runs valid.

@@ -174,6 +174,23 @@ def hand_written(out: Path) -> str:
     return text[text.index(HAND_WRITTEN):] if HAND_WRITTEN in text else ""
 
 
+def merge_section(out: Path, title: str, section: str) -> None:
+    """Put ``section`` (a markdown section headed ``title``) in the hand-written end of ``out``,
+    replacing the section of that title if there is one; the figures above are left alone."""
+    text = out.read_text(encoding="utf-8") if out.exists() else "# Benchmark results\n"
+    if HAND_WRITTEN not in text:
+        text = text.rstrip("\n") + f"\n\n{HAND_WRITTEN}\n"
+    start = text.find(title, text.index(HAND_WRITTEN))
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        after = text.find("\n## ", start + len(title))
+        text = text[:start] + section + ("\n" + text[after + 1:] if after >= 0 else "")
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+
+
 def store(out: Path, record: dict, header: dict[str, str]) -> None:
     """Write ``record`` as bench/results.md and .json; each file replaced whole (no half-written file),
     the markdown's hand-written end (see :data:`HAND_WRITTEN`) kept."""

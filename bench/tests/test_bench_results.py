@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench.common import Figure, Journal, code_version  # noqa: E402
-from bench.run import HAND_WRITTEN, as_dicts, bounds, load, render, store  # noqa: E402
+from bench.run import HAND_WRITTEN, as_dicts, bounds, load, merge_section, render, store  # noqa: E402
 
 
 def _strict_json(text: str) -> dict:
@@ -67,6 +67,20 @@ def test_the_hand_written_end_of_the_results_survives_a_new_run(tmp_path):
     assert "old figures" not in text and "| invarbench --help | 0.5 | s |" in text
     assert text.endswith(f"{HAND_WRITTEN}\n\n## Test suite\n\n| 600 s |\n")
     assert text.index("invarbench --help") < text.index(HAND_WRITTEN)
+
+
+def test_a_script_s_section_goes_below_the_marker_and_replaces_its_earlier_self(tmp_path):
+    """Scripts outside run.py (bench/chaos.py) put their figures in the hand-written end, which
+    run.py keeps; measuring again replaces their section and leaves every other one alone."""
+    out = tmp_path / "results.md"
+    out.write_text(f"# Benchmark results\n\nfigures\n\n{HAND_WRITTEN}\n\n## Test suite\n\n| 600 s |\n",
+                   encoding="utf-8")
+    merge_section(out, "## Chaos", "## Chaos\n\nfirst\n")
+    merge_section(out, "## Other", "## Other\n\nkept\n")
+    merge_section(out, "## Chaos", "## Chaos\n\nsecond\n")
+    assert out.read_text(encoding="utf-8") == (f"# Benchmark results\n\nfigures\n\n{HAND_WRITTEN}\n\n"
+                                               "## Test suite\n\n| 600 s |\n\n## Chaos\n\nsecond\n\n"
+                                               "## Other\n\nkept\n")
 
 
 def test_the_journal_of_a_long_figure_resumes_only_on_the_code_it_was_measured_on(tmp_path):
