@@ -1,5 +1,5 @@
-"""Commit time of a 1,000-response chunk: DuckLake (SQLite catalog, local data) beside today's
-Parquet lake (write_rows), in one run. Prints a Markdown table for bench/results.md.
+"""Commit time of a 1,000-response chunk to the lake (DuckLake, SQLite catalog, local data), as
+``write_table`` commits it. Prints a Markdown table for bench/results.md.
 
 python bench/ducklake_commit.py [--commits N]
 """
@@ -17,10 +17,9 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tasks.lake.ducklake import DuckLakeStore, commit  # noqa: E402
 from tasks.lake.lake import Lake  # noqa: E402
 from tasks.lake.schemas import SCHEMAS  # noqa: E402
-from tasks.lake.writes import write_rows  # noqa: E402
+from tasks.lake.writes import write_table  # noqa: E402
 
 
 def chunk(k: int, n: int = 1000) -> pa.Table:
@@ -39,21 +38,17 @@ def main() -> None:
     args = parser.parse_args()
     chunks = [chunk(k) for k in range(args.commits)]
     with tempfile.TemporaryDirectory() as tmp:
-        con = DuckLakeStore.local(Path(tmp) / "ducklake").connect()
-        ducklake = []
+        lake = Lake(str(Path(tmp) / "lake"))
+        lake.ensure()
+        times = []
         for c in chunks:
             t = time.perf_counter()
-            commit(con, "responses", c)
-            ducklake.append(time.perf_counter() - t)
-        parquet = []
-        for rows in [c.to_pylist() for c in chunks]:  # write_rows takes dicts: converted beforehand
-            t = time.perf_counter()
-            write_rows(Lake(str(Path(tmp) / "parquet")), "responses", rows)
-            parquet.append(time.perf_counter() - t)
-    print(f"load average at the end: {os.getloadavg()[0]:.1f}; {args.commits} commits each\n")
+            write_table(lake, "responses", c)
+            times.append(time.perf_counter() - t)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}; {args.commits} commits\n")
     print("| lake | median ms | max ms | target |\n|---|---|---|---|")
-    for name, times in (("DuckLake, SQLite catalog, local data", ducklake), ("Parquet lake today (write_rows)", parquet)):
-        print(f"| {name} | {statistics.median(times) * 1000:.0f} | {max(times) * 1000:.0f} | ≤ 50 ms median |")
+    print(f"| DuckLake, SQLite catalog, local data | {statistics.median(times) * 1000:.0f} | "
+          f"{max(times) * 1000:.0f} | ≤ 50 ms median |")
 
 
 if __name__ == "__main__":

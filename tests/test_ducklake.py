@@ -1,84 +1,67 @@
-"""The lake as DuckLake tables (issue #31 stage 2, work in progress): import of an old Parquet
-lake with the same marts, concurrent commits with compaction running, time travel."""
+"""The lake is DuckLake (issue #31 stage 2): an old Parquet lake is imported once with the same
+marts, a lake of the first DuckLake release opens with the same marts, a run's commits carry its
+id, and the lake reads as of a snapshot (concurrent commits and compactions: tests/test_compact.py)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
 import subprocess
 import sys
 
 from conftest import REPO
-from tasks.lake.ducklake import DuckLakeStore, commit, compact, create_views, import_parquet_lake, snapshot
-from tasks.lake.lake import Lake
-from tasks.lake.schemas import SCHEMAS
+from tasks.lake.lake import PRE_DUCKLAKE, Lake
 from tasks.lake.views import query
+from tasks.lake.writes import write_rows
+from tasks.records import now_utc
 from test_duckdb_pin import FIXTURE, assert_same_marts
 
-WRITER = """
-import sys, datetime as dt, pyarrow as pa
-from pathlib import Path
-from tasks.lake.ducklake import DuckLakeStore, commit, compact
-from tasks.lake.schemas import SCHEMAS
-store, who, n = DuckLakeStore.local(Path(sys.argv[1])), sys.argv[2], int(sys.argv[3])
-con = store.connect()
-for i in range(n):
-    if who == "compactor":
-        compact(con)
-        continue
-    ids = [f"{who}-{i}-{j}" for j in range(100)]
-    rows = {name: [None] * 100 for name in SCHEMAS["responses"].names}
-    rows.update(response_id=ids, request_id=ids, status=["ok"] * 100,
-                created_at=[dt.datetime.now(dt.timezone.utc)] * 100)
-    commit(con, "responses", pa.table(rows, schema=SCHEMAS["responses"]), f"{who} chunk {i}")
-"""
+DUCKLAKE_FIXTURE = FIXTURE.parent / "ducklake_warehouse"
 
-
-def test_an_old_parquet_lake_imports_with_the_same_marts(tmp_path):
+def test_an_old_parquet_lake_imports_once_with_the_same_marts(tmp_path):
     old_lake = tmp_path / "old lake"
     shutil.copytree(FIXTURE / "warehouse" / "lake", old_lake)
-    con = DuckLakeStore.local(tmp_path / "new warehouse").connect()
-    copied = import_parquet_lake(con, Lake(str(old_lake)))
-    assert copied["responses"] == 36 and copied["items"] == 18 and copied["claims"] == 0
-    create_views(con)
+    lake = Lake(str(old_lake))
+    assert lake.read("SELECT count(*) AS n FROM responses") == [{"n": 36}]
+    assert lake.read("SELECT count(*) AS n FROM items") == [{"n": 18}]
+    assert lake.read("SELECT count(*) AS n FROM claims") == [{"n": 0}]
+    # the old folders are set aside, never deleted; only DuckLake's catalog and data remain
+    assert sorted(p.name for p in old_lake.iterdir() if not p.name.startswith("catalog.sqlite")) == [PRE_DUCKLAKE, "data"]
+    assert (old_lake / PRE_DUCKLAKE / "responses").is_dir()
     marts = json.loads((FIXTURE / "marts.json").read_text())["marts"]
-    assert_same_marts(con, marts)
+    with lake.connect() as con:
+        assert_same_marts(con, marts)
+    # a new process opens it without importing again
+    again = subprocess.run([sys.executable, "-c", "import sys; from tasks.lake.lake import Lake; "
+                            "print(Lake(sys.argv[1]).read('SELECT count(*) AS n FROM responses')[0]['n'])", str(old_lake)],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert again.stdout.strip() == "36", again.stderr
 
 
-def test_three_writers_and_a_compactor_lose_and_duplicate_nothing(tmp_path):
-    warehouse = tmp_path / "wh"
-    DuckLakeStore.local(warehouse).connect().close()
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(warehouse), who, n], cwd=REPO,
-                              stderr=subprocess.PIPE, text=True)
-             for who, n in [("w1", "8"), ("w2", "8"), ("w3", "8"), ("compactor", "4")]]
-    for p in procs:
-        assert p.wait(timeout=600) == 0, p.stderr.read()
-    con = DuckLakeStore.local(warehouse).connect()
-    assert query(con, "SELECT count(*) AS n, count(DISTINCT response_id) AS d FROM lake.responses") == [{"n": 2400, "d": 2400}]
-    first = query(con, "SELECT min(snapshot_id) AS s FROM ducklake_snapshots('lake') WHERE commit_message = 'w1 chunk 0'")
-    if first[0]["s"] is not None:  # not yet expired by a compaction
-        at = query(con, f"SELECT count(*) AS n FROM lake.responses AT (VERSION => {first[0]['s']})")[0]["n"]
-        assert at < 2400
-    compact(con)
-    assert query(con, "SELECT count(*) AS n FROM lake.responses")[0]["n"] == 2400
-    files = query(con, "SELECT count(*) AS n FROM ducklake_list_files('lake', 'responses')")[0]["n"]
-    on_disk = len(list((warehouse / "lake-data").rglob("*.parquet")))
-    # Commits retried on a busy catalog may leave the file of their failed attempt, in no snapshot
-    # (compact deletes those once an hour old); every other file on disk is a listed one.
-    aborted = len(query(con, "SELECT * FROM ducklake_delete_orphaned_files('lake', dry_run => true, cleanup_all => true)"))
-    assert files == on_disk - aborted  # compaction left none of the files it replaced
+def test_a_lake_written_by_the_first_ducklake_release_opens_with_the_same_marts(tmp_path):
+    shutil.copytree(DUCKLAKE_FIXTURE / "warehouse", tmp_path / "moved warehouse")  # its data path is elsewhere
+    lake = Lake(str(tmp_path / "moved warehouse" / "lake"), read_only=True)
+    marts = json.loads((DUCKLAKE_FIXTURE / "marts.json").read_text())["marts"]
+    assert sum(map(len, marts.values())) > 100
+    with lake.connect() as con:
+        assert_same_marts(con, marts)
+    assert lake.read("SELECT status FROM runs") == [{"status": "completed"}]
 
 
-def test_a_run_can_read_the_lake_as_of_a_snapshot(tmp_path):
-    con = DuckLakeStore.local(tmp_path / "wh").connect()
-    row = {name: None for name in SCHEMAS["runs"].names}
-    import pyarrow as pa
+def run_row(run_id: str, status: str) -> dict:
+    return {"run_id": run_id, "kind": "sweep", "status": status, "started_at": now_utc(), "updated_at": now_utc()}
 
-    first = commit(con, "runs", pa.Table.from_pylist([{**row, "run_id": "r1", "status": "completed",
-                                                          "started_at": dt.datetime.now(dt.timezone.utc)}],
-                                                        schema=SCHEMAS["runs"]), "r1")
-    commit(con, "runs", pa.Table.from_pylist([{**row, "run_id": "r2"}], schema=SCHEMAS["runs"]), "r2")
-    assert snapshot(con) > first
-    assert query(con, f"SELECT run_id FROM lake.runs AT (VERSION => {first})") == [{"run_id": "r1"}]
-    assert query(con, "SELECT count(*) AS n FROM lake.runs")[0]["n"] == 2
+
+def test_a_runs_commits_carry_its_id_and_the_lake_reads_as_of_a_snapshot(tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    first = write_rows(lake, "runs", [run_row("r1", "completed")])
+    second = write_rows(lake, "runs", [run_row("r2", "running")])
+    write_rows(lake, "items", [{"item_id": "i1", "created_at": now_utc()}])  # no run_id column
+    assert second > first
+    marks = lake.read("SELECT snapshot_id, commit_extra_info FROM ducklake_snapshots('lake') WHERE snapshot_id >= ? "
+                      "ORDER BY 1", [first])
+    assert [json.loads(m["commit_extra_info"]) if m["commit_extra_info"] else None for m in marks] == [
+        {"run_id": "r1"}, {"run_id": "r2"}, None]
+    with lake.connect("runs", at=first) as con:
+        assert query(con, "SELECT run_id FROM runs") == [{"run_id": "r1"}]
+    assert {r["run_id"] for r in lake.read("SELECT run_id FROM runs")} == {"r1", "r2"}
