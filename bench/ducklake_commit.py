@@ -1,6 +1,6 @@
-"""Commit time of a 1,000-response chunk: DuckLake on each catalog and storage beside today's
-Parquet lake (write_rows) on the same storage, in one run. Prints a Markdown table for
-bench/results.md.
+"""Commit time of a 1,000-response chunk to the lake (``write_table``, one DuckLake transaction)
+on each catalog and storage, in one run. Prints a Markdown table for bench/results.md (the
+Parquet lake before DuckLake was measured beside it there, on the release that still had it).
 
 DuckLake: a SQLite catalog with local data, a SQLite catalog with data on S3, a PostgreSQL catalog
 with local data. S3 is moto's server on 127.0.0.1 (tests/s3_server.py) and PostgreSQL Debian's
@@ -27,11 +27,9 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import postgres_server  # noqa: E402
 import s3_server  # noqa: E402
-from tasks.lake.ducklake import DuckLakeStore, commit  # noqa: E402
-from tasks.lake.engine import s3_secret  # noqa: E402
 from tasks.lake.lake import Lake  # noqa: E402
 from tasks.lake.schemas import SCHEMAS  # noqa: E402
-from tasks.lake.writes import write_rows  # noqa: E402
+from tasks.lake.writes import write_table  # noqa: E402
 
 TARGET = "≤ 50 ms median"
 
@@ -46,16 +44,10 @@ def chunk(k: int, n: int = 1000) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SCHEMAS["responses"])
 
 
-def ducklake(store: DuckLakeStore, chunks: list[pa.Table], stack: contextlib.ExitStack) -> Callable[[int], None]:
-    """Commit chunk k in one DuckLake transaction (the connection open until ``stack`` closes)."""
-    con = stack.enter_context(contextlib.closing(store.connect()))
-    return lambda k: commit(con, "responses", chunks[k])
-
-
-def parquet(location: str, chunks: list[pa.Table]) -> Callable[[int], None]:
-    """Write chunk k as today's lake does (write_rows takes dicts: converted beforehand)."""
-    rows = [c.to_pylist() for c in chunks]
-    return lambda k: write_rows(Lake(location), "responses", rows[k])
+def committer(lake: Lake, chunks: list[pa.Table]) -> Callable[[int], None]:
+    """Commit chunk k to ``lake`` as the pipeline does (its tables created beforehand)."""
+    lake.ensure()
+    return lambda k: write_table(lake, "responses", chunks[k])
 
 
 @contextlib.contextmanager
@@ -77,16 +69,13 @@ def measure(tmp: Path, commits: int) -> dict[str, list[float]]:
     """Every setup's commit times, each on a lake of its own; the setups take turns, commit by
     commit, so that a change in the shared machine's load falls on all of them alike."""
     chunks = [chunk(k) for k in range(commits)]
-    with servers(tmp) as (s3, pg), contextlib.ExitStack() as stack:
-        secret = s3_secret(s3.endpoint, s3_server.REGION)
+    with servers(tmp) as (s3, pg):
         setups = {
-            "DuckLake, SQLite catalog, local data": ducklake(DuckLakeStore.local(tmp / "sqlite-local"), chunks, stack),
-            "Parquet lake today, local (write_rows)": parquet(str(tmp / "parquet"), chunks),
-            "DuckLake, SQLite catalog, data on S3 (moto)": ducklake(DuckLakeStore(
-                f"sqlite:{tmp / 'sqlite-s3.sqlite'}", f"s3://{s3_server.BUCKET}/ducklake/", secret=secret), chunks, stack),
-            "Parquet lake today, on S3 (moto)": parquet(s3.lake("parquet"), chunks),
-            "DuckLake, PostgreSQL catalog, local data": ducklake(DuckLakeStore(
-                f"postgres:{pg.create_database('bench')}", f"{tmp / 'pg-data'}/"), chunks, stack),
+            "SQLite catalog, local data": committer(Lake(str(tmp / "sqlite-local")), chunks),
+            "SQLite catalog, data on S3 (moto)": committer(Lake(s3.lake("ducklake"),
+                                                                catalog=f"sqlite:{tmp / 'sqlite-s3.sqlite'}"), chunks),
+            "PostgreSQL catalog, local data": committer(Lake(str(tmp / "pg-data"),
+                                                             catalog=f"postgres:{pg.create_database('bench')}"), chunks),
         }
         times: dict[str, list[float]] = {name: [] for name in setups}
         for k in range(commits):
@@ -107,7 +96,7 @@ def main() -> None:
     after = os.getloadavg()
     print(f"load average (1, 5, 15 min) before: {before[0]:.1f}, {before[1]:.1f}, {before[2]:.1f}; "
           f"after: {after[0]:.1f}, {after[1]:.1f}, {after[2]:.1f}; {args.commits} commits each\n")
-    print("| lake | median ms | max ms | target |\n|---|---|---|---|")
+    print("| DuckLake | median ms | max ms | target |\n|---|---|---|---|")
     for name, times in results.items():
         print(f"| {name} | {statistics.median(times) * 1000:.0f} | {max(times) * 1000:.0f} | {TARGET} |")
 

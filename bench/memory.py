@@ -40,6 +40,7 @@ def measure(config: str, view: str, limit: str) -> dict:
     started = time.perf_counter()
     if limit == "none":
         con = duckdb.connect(str(cfg.catalog_path), read_only=True)
+        lake.attach(con, read_only=True)
     else:
         con = open_catalog(cfg.catalog_path, Lake(cfg.lake_path, limits=Limits(limit, cfg.warehouse.spill_dir)))
     out = {"view": view, "limit": limit}

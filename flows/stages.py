@@ -26,7 +26,6 @@ from tasks.config import Config
 from tasks.errors import ConfigError
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import validate_items
-from tasks.lake.compact import compact_written
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_new_items
 from tasks.models.call import CallStats
@@ -112,14 +111,10 @@ async def call_model(stream: ModelStream, chunks: Chunks, model: str) -> CallSta
 
 
 def finish_unit(lake: Lake, rows: Sequence[dict[str, Any]], model: str, run_id: str, index: int) -> None:
-    """Parse and score what one model answered for one chunk, then merge the files written so far,
-    so that later reads open one file per unit."""
-    try:
-        selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows))
-        parse_chunk(lake, selection, model, index)
-        score_chunk(lake, selection, run_id, model, index)
-    finally:
-        compact_written(lake, final=False)
+    """Parse and score what one model answered for one chunk."""
+    selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows))
+    parse_chunk(lake, selection, model, index)
+    score_chunk(lake, selection, run_id, model, index)
 
 
 class Finisher:
@@ -188,13 +183,8 @@ def stream_sweep(lake: Lake, chunks: Sequence[Sequence[dict[str, Any]]], cfg: Co
 
 
 def run_unit(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, run_id: str, index: int) -> CallStats:
-    """One model on one chunk: call the model, then parse and score what it answered. The unit's
-    files are merged when it ends, so that the next units' reads open one file per unit."""
-    try:
-        stats = call_chunk(lake, rows, model, cfg, run_id, index)
-    except BaseException:
-        compact_written(lake, final=False)
-        raise
+    """One model on one chunk: call the model, then parse and score what it answered."""
+    stats = call_chunk(lake, rows, model, cfg, run_id, index)
     finish_unit(lake, rows, model, run_id, index)
     if stats.budget:
         raise BudgetExceeded(stats.budget)  # after parse and score: what was answered counts

@@ -36,7 +36,6 @@ from flows.stages import run_unit
 from tasks.config import load_config
 from tasks.environment import apply_defaults
 from tasks.errors import ConfigError
-from tasks.lake.compact import compact_written
 from tasks.lake.lake import Lake
 from tasks.models import embedded
 from tasks.models.call import CallStats, run_totals
@@ -82,9 +81,6 @@ def sweep_unit(config_path: str | None, overrides: dict[str, Any] | None, run_id
         stats = run_unit(lake, rows, model, cfg, run_id, index)
     finally:
         embedded.stop_all()
-        # This worker's files of the unit (run_unit's merged ones and any written since) become one per
-        # table and day: a worker keeps nothing aside for a run whose end is in another process.
-        compact_written(lake)
     embedded.check_crashes(crashes_before)
     stopping.raise_if_requested()  # what it answered is stored; the flow run ends Cancelled
     return asdict(stats)

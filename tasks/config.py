@@ -16,9 +16,7 @@ from typing import Any, Collection, Literal, Optional, Sequence
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
-# LakeError only for tests/test_object_store.py, which branch ducklake-core rewrites and which imports
-# it from here: drop it once that file imports from tasks.errors.
-from tasks.errors import ConfigError, LakeError  # noqa: F401
+from tasks.errors import ConfigError
 from tasks.lake.config import WarehouseConfig
 from tasks.models.config import BUILTIN_MODELS, ModelConfig, StrictConfig
 from tasks.suites import get_task, suite_tasks
@@ -212,21 +210,20 @@ class Config(StrictConfig):
         return lake + ("&" if "?" in lake else "?") + urlencode(options)
 
     @property
-    def lake_catalog(self) -> str:
-        """The DuckLake catalog as :class:`tasks.lake.ducklake.DuckLakeStore` takes it:
-        ``sqlite:/abs/path`` or ``postgres:<libpq connection string>``.
-
-        By default a SQLite file in the lake folder, or, for an ``s3://`` lake (a SQLite file
-        cannot live in a bucket), in the warehouse folder.
+    def lake_catalog(self) -> str | None:
+        """The DuckLake catalog as :class:`tasks.lake.lake.Lake` takes it: ``sqlite:/abs/path``,
+        ``postgres:<libpq connection string>``, or None for a local lake's own default (a SQLite
+        file in the lake folder, see ``Lake.catalog``). An ``s3://`` lake's default is a SQLite
+        file in the warehouse folder, since a SQLite file cannot live in a bucket.
         """
         kind, _, rest = self.warehouse.catalog.partition(":")
         if kind == "postgres":
             return self.warehouse.catalog
         if kind == "sqlite":
             return f"sqlite:{Path(rest).expanduser().resolve()}"
-        lake = self.warehouse.lake
-        folder = self.warehouse_path if lake.startswith("s3://") else Path(lake or self.warehouse_path / "lake")
-        return f"sqlite:{folder.expanduser().resolve() / 'lake-catalog.sqlite'}"
+        if self.warehouse.lake.startswith("s3://"):
+            return f"sqlite:{self.warehouse_path / 'lake-catalog.sqlite'}"
+        return None
 
     def resolved(self) -> dict[str, Any]:
         """The configuration as stored with a run: plain data, secrets never included (keys are env var names)."""

@@ -100,6 +100,16 @@ def lake_files(warehouse: Path) -> list[Path]:
     return sorted(p for p in lake.rglob("*") if p.is_file()) if lake.exists() else []
 
 
+def open_catalog_file(warehouse: Path):
+    """The warehouse's catalog file opened read-only by plain DuckDB, as a user would: its lake
+    attached first by the ``attach.sql`` written beside it (the views read ``lake``)."""
+    import duckdb
+
+    con = duckdb.connect(str(warehouse / "invarbench.duckdb"), read_only=True)
+    con.execute((warehouse / "attach.sql").read_text(encoding="utf-8"))
+    return con
+
+
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the ``invarbench`` CLI in this process through its entry function (``flows.cli.main``).
 

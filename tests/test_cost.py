@@ -98,7 +98,8 @@ def test_responses_carry_tokens_and_cost(tmp_path):
 
 
 def test_old_lake_files_without_cost_still_read(tmp_path):
-    """Responses written before cost_usd existed read as NULL cost (unknown), not as an error."""
+    """Responses written before cost_usd existed (an old lake, imported on first use) read as NULL
+    cost (unknown), not as an error."""
     import datetime as dt
 
     import pyarrow as pa
@@ -111,7 +112,7 @@ def test_old_lake_files_without_cost_still_read(tmp_path):
     for table in ("responses",):
         folder = lake / table / "day=1970-01-01"
         folder.mkdir(parents=True)
-        pq.write_table(old.empty_table(), folder / "part-schema.parquet")
+        pq.write_table(old.empty_table(), folder / "merged-schema.parquet")  # every old table folder held one
         row = {n: None for n in old.names} | {"response_id": "r1", "request_id": "q1", "run_id": "old", "model": "m",
                                                "status": "ok", "prompt_tokens": 3, "completion_tokens": 4,
                                                "created_at": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)}

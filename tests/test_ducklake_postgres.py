@@ -8,7 +8,6 @@ import os
 import pwd
 import socket
 
-import duckdb
 import pytest
 
 import postgres_server
@@ -16,10 +15,10 @@ import s3_server
 from conftest import running_s3_server, write_config
 from tasks.config import Config, load_config
 from tasks.errors import ConfigError
-from tasks.lake.ducklake import DuckLakeStore, commit, snapshot
-from tasks.lake.engine import s3_secret
-from tasks.lake.views import query
-from test_ducklake import assert_every_row_once_after_compaction, responses, run_writers
+from tasks.lake.lake import Lake
+from tasks.lake.writes import write_rows
+from test_compact import assert_writers_and_compactors_lose_and_duplicate_nothing
+from test_snapshots import responses
 
 
 @pytest.fixture(scope="module")
@@ -29,20 +28,20 @@ def s3(tmp_path_factory):
         yield server
 
 
-def shared_store(postgres, s3: s3_server.S3Server, name: str) -> DuckLakeStore:
+def shared_lake(postgres, s3: s3_server.S3Server, name: str) -> Lake:
     """A lake of its own, configured as users do (``[warehouse] catalog``, ``lake``, ``endpoint_url``):
     a new database on the session's PostgreSQL, the data under ``name/`` in the bucket."""
     cfg = Config.model_validate({"warehouse": {"catalog": f"postgres:{postgres.create_database(name)}",
                                                **s3.lake_config(name)}})
-    return DuckLakeStore(cfg.lake_catalog, f"{cfg.warehouse.lake}/",
-                         secret=s3_secret(cfg.warehouse.endpoint_url, cfg.warehouse.region))
+    return Lake.of(cfg)
 
 
 # --- configuration: no server needed --------------------------------------------------------------
 
-def test_the_catalog_key_resolves_to_the_string_the_store_takes(tmp_path):
+def test_the_catalog_key_resolves_to_the_string_the_lake_takes(tmp_path):
     cfg = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
-    assert load_config(cfg, suites=False).lake_catalog == f"sqlite:{tmp_path / 'wh' / 'lake' / 'lake-catalog.sqlite'}"
+    assert load_config(cfg, suites=False).lake_catalog is None  # the lake's own: a SQLite file in its folder
+    assert Lake.of(load_config(cfg, suites=False)).catalog == f"sqlite:{tmp_path / 'wh' / 'lake' / 'catalog.sqlite'}"
     write_config(cfg, {"warehouse": {"path": str(tmp_path / "wh"), "lake": "s3://b/p/lake"}})
     assert load_config(cfg, suites=False).lake_catalog == f"sqlite:{tmp_path / 'wh' / 'lake-catalog.sqlite'}"
     write_config(cfg, {"warehouse": {"catalog": f"sqlite:{tmp_path}/elsewhere/c.sqlite"}})
@@ -79,24 +78,21 @@ def test_the_test_postgres_runs_unprivileged_and_leaves_nothing_behind():
 
 
 @pytest.mark.slow
-def test_three_writers_and_a_compactor_on_postgres_and_s3_lose_and_duplicate_nothing(postgres, s3):
-    store = shared_store(postgres, s3, "writers")
-    store.connect().close()  # the tables, created once before the writers start
-    run_writers({"catalog": store.catalog, "data_path": store.data_path, "s3": [s3.endpoint, s3_server.REGION]},
-                env=s3.env())
-    assert_every_row_once_after_compaction(store.connect(), lambda: len(
-        [k for k in s3.keys("writers/") if k.endswith(".parquet")]))
+def test_three_writers_and_two_compactors_on_postgres_and_s3_lose_and_duplicate_nothing(postgres, s3):
+    lake = shared_lake(postgres, s3, "writers")
+    assert lake.catalog.startswith("postgres:") and lake.data_path.startswith("s3://")
+    assert_writers_and_compactors_lose_and_duplicate_nothing(
+        lake, lambda: len([k for k in s3.keys("writers/data/main/responses/") if k.endswith(".parquet")]), env=s3.env())
 
 
 @pytest.mark.slow
 def test_a_read_only_reader_sees_each_new_snapshot(postgres, s3):
-    store = shared_store(postgres, s3, "reader")
-    writer = store.connect()
-    reader = store.connect(read_only=True)
+    writer = shared_lake(postgres, s3, "reader")
+    reader = Lake(writer.location, read_only=True, catalog=writer.catalog)
     for i in range(1, 4):
-        committed = commit(writer, "responses", responses(f"c{i}"), f"chunk {i}")
-        assert snapshot(reader) == committed
+        committed = write_rows(writer, "responses", responses(f"c{i}", f"c{i}"))
+        assert reader.read("SELECT max(snapshot_id) AS s FROM ducklake_snapshots('lake')") == [{"s": committed}]
         # Reading rows (not only the catalog's count) fetches the new data file from the bucket.
-        assert query(reader, "SELECT count(DISTINCT response_id) AS n FROM lake.responses") == [{"n": 100 * i}]
-    with pytest.raises(duckdb.Error, match="read-only mode"):
-        commit(reader, "responses", responses("refused"), "refused", attempts=1)
+        assert reader.read("SELECT count(DISTINCT response_id) AS n FROM responses") == [{"n": 100 * i}]
+    with pytest.raises(RuntimeError, match="read-only"):
+        write_rows(reader, "responses", responses("refused", "refused"))

@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 import uuid
 
-import duckdb
 from prefect.client.orchestration import get_client
 
-from conftest import fake_model_config
+from conftest import fake_model_config, open_catalog_file
 from fakes import FakeProvider, FakeServer
 from flows.imports import import_families, import_responses
 from flows.rescore import rescore
@@ -54,8 +53,8 @@ def test_every_kind_of_run_has_its_flow_run_one_id_format_and_a_catalog(tmp_path
             assert run["flow_run_id"] == summary["flow_run_id"] != "", kind
             flow_run = client.read_flow_run(uuid.UUID(run["flow_run_id"]))
             assert flow_run.state.is_completed(), kind
-    # The last run (rescore) rebuilt the catalog, which shows every run.
-    con = duckdb.connect(str(wh / "invarbench.duckdb"), read_only=True)
+    # The last run (rescore) rebuilt the catalog, which shows every run once the lake is attached.
+    con = open_catalog_file(wh)
     try:
         assert {r[0] for r in con.execute("SELECT kind FROM runs").fetchall()} == set(summaries)
     finally:

@@ -254,7 +254,7 @@ def test_two_workers_share_a_dispatched_sweep_on_one_bucket_under_one_global_lim
     logs = [p.read_text(errors="replace") for p in ops.workers]
     assert all(any(str(c.id) in log for c in children) for log in logs), worker_logs(ops)
 
-    lake = Lake(s3.lake("dispatched/lake"))
+    lake = Lake.of(load_config(cfg))  # the data in the bucket, its DuckLake catalog in the warehouse folder
     rows = lake.read("""
         SELECT r.request_id, count(s.response_id) AS n, count(*) FILTER (WHERE s.status = 'ok') AS ok
         FROM (SELECT DISTINCT request_id FROM run_requests) r LEFT JOIN responses s USING (request_id)

@@ -13,12 +13,11 @@ import subprocess
 import sys
 import time
 
-import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import (REPO, TEST_CLAIM_SETTLE_S, fake_model_config, lake_files, process_env, run_cli, run_cli_process,
-                      write_config)
+from conftest import (REPO, TEST_CLAIM_SETTLE_S, fake_model_config, lake_files, open_catalog_file, process_env, run_cli,
+                      run_cli_process, write_config)
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
 from tasks.lake.lake import Lake
@@ -173,13 +172,11 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "sweep", "--config", str(cfg)],
                                 cwd=REPO, env=process_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-        responses_dir = tmp_path / "wh" / "lake" / "responses"
+        lake = Lake(str(tmp_path / "wh" / "lake"), read_only=True)
         deadline = time.monotonic() + 240
         try:
             while time.monotonic() < deadline:
-                written = [p for p in responses_dir.rglob("part-*.parquet") if "1970" not in str(p)] \
-                    if responses_dir.exists() else []
-                if written and len(state.seen) >= 12:
+                if lake.read("SELECT count(*) AS n FROM responses")[0]["n"] and len(state.seen) >= 12:
                     break
                 assert proc.poll() is None, "the sweep ended before it could be killed"
                 time.sleep(0.1)
@@ -208,7 +205,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
     parquet = [p for p in lake_files(tmp_path / "wh") if p.suffix == ".parquet"]
     assert parquet
     for path in parquet:
-        pq.read_table(path)  # every file the views read is whole (half files keep a .tmp- name)
+        pq.read_table(path)  # every data file is whole: a killed commit leaves no half file in the lake
     dup = lake_query(tmp_path / "wh", """
         SELECT request_id, count(*) AS n FROM responses WHERE status = 'ok' GROUP BY request_id HAVING n > 1""")
     assert dup == []
@@ -276,7 +273,7 @@ def test_api_key_never_reaches_lake_or_logs(tmp_path):
         if path.suffix == ".parquet":
             for column in pq.read_table(path).to_pylist():
                 assert secret not in repr(column)
-    catalog = duckdb.connect(str(tmp_path / "wh" / "invarbench.duckdb"), read_only=True)
+    catalog = open_catalog_file(tmp_path / "wh")
     try:
         assert catalog.execute("SELECT count(*) FROM responses WHERE contains(coalesce(text, '') || coalesce(error, ''), ?)",
                                [secret]).fetchall() == [(0,)]

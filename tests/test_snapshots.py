@@ -4,32 +4,25 @@ it (tasks/lake/snapshots.py), on a lake whose commits carry their run's id as in
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 
 import duckdb
-import pyarrow as pa
 import pytest
 
 from conftest import run_cli, write_config
 from tasks.errors import ConfigError
-from tasks.lake.ducklake import DuckLakeStore, compact, snapshot
-from tasks.lake.schemas import SCHEMAS
+from tasks.lake.ducklake import snapshot
+from tasks.lake.lake import Lake
 from tasks.lake.snapshots import resolve_snapshot
 from tasks.lake.views import query
-from test_ducklake import responses
+from tasks.lake.writes import write_rows
+from tasks.records import now_utc
 
 
-def commit_for_run(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, run_id: str) -> int:
-    """One transaction as a run's stage commits it: its message carries the run id."""
-    con.register("chunk", chunk)
-    con.execute("BEGIN")
-    con.execute(f"INSERT INTO lake.main.{table} SELECT * FROM chunk")
-    con.execute("CALL ducklake_set_commit_message('lake', 'invarbench', ?, extra_info => ?)",
-                [f"{run_id} {table}", json.dumps({"run_id": run_id})])
-    con.execute("COMMIT")
-    con.unregister("chunk")
-    return snapshot(con)
+def responses(prefix: str, run_id: str, n: int = 100) -> list[dict]:
+    """``n`` responses of run ``run_id`` with ids of their own (``<prefix>-<j>``)."""
+    return [{"response_id": f"{prefix}-{j}", "request_id": f"{prefix}-{j}", "run_id": run_id, "status": "ok",
+             "created_at": now_utc()} for j in range(n)]
 
 
 def count_at(con: duckdb.DuckDBPyConnection, at: str) -> int:
@@ -39,21 +32,20 @@ def count_at(con: duckdb.DuckDBPyConnection, at: str) -> int:
 
 @pytest.fixture
 def lake(tmp_path):
-    """A lake where run r1 stored 200 responses and its run row, then run r2 100 more; with the
-    last snapshot of r1 and a time between the two runs."""
-    con = DuckLakeStore.local(tmp_path / "wh").connect()
-    run = {name: None for name in SCHEMAS["runs"].names}
-    commit_for_run(con, "runs", pa.Table.from_pylist([{**run, "run_id": "r1"}], schema=SCHEMAS["runs"]), "r1")
-    commit_for_run(con, "responses", responses("r1a"), "r1")
-    end_of_r1 = commit_for_run(con, "responses", responses("r1b"), "r1")
+    """A lake where run r1 stored 200 responses and its run row, then run r2 100 more (each write
+    a commit carrying its run's id); with the last snapshot of r1 and a time between the two runs."""
+    lake = Lake(str(tmp_path / "lake"))
+    write_rows(lake, "runs", [{"run_id": "r1", "kind": "sweep", "status": "completed", "started_at": now_utc()}])
+    write_rows(lake, "responses", responses("r1a", "r1"))
+    end_of_r1 = write_rows(lake, "responses", responses("r1b", "r1"))
     between = dt.datetime.now(dt.timezone.utc)
-    commit_for_run(con, "responses", responses("r2"), "r2")
-    yield con, end_of_r1, between
-    con.close()
+    write_rows(lake, "responses", responses("r2", "r2"))
+    with lake.connect("") as con:
+        yield lake, con, end_of_r1, between
 
 
 def test_a_run_a_snapshot_id_and_a_time_each_answer_as_then(lake):
-    con, end_of_r1, between = lake
+    _, con, end_of_r1, between = lake
     assert resolve_snapshot(con, "r1") == end_of_r1
     assert count_at(con, "r1") == 200
     assert count_at(con, "r2") == 300
@@ -67,7 +59,7 @@ def test_a_run_a_snapshot_id_and_a_time_each_answer_as_then(lake):
 
 
 def test_what_names_no_snapshot_is_refused_with_the_reason(lake):
-    con, end_of_r1, _ = lake
+    lake, con, end_of_r1, _ = lake
     latest = snapshot(con)
     for at, reason in [
         (str(latest + 1), f"no snapshot {latest + 1}: the latest is {latest}"),
@@ -77,18 +69,18 @@ def test_what_names_no_snapshot_is_refused_with_the_reason(lake):
     ]:
         with pytest.raises(ConfigError, match=re.escape(reason)):
             resolve_snapshot(con, at)
-    compact(con)  # expires every snapshot but its own last one
+    lake.compact(expire_before=now_utc())  # expires every snapshot but the last one
     with pytest.raises(ConfigError, match=f"snapshot {end_of_r1} was expired by compaction: the oldest kept is"):
         resolve_snapshot(con, str(end_of_r1))
     with pytest.raises(ConfigError, match="run r1 is stored, but no snapshot kept names it"):
         resolve_snapshot(con, "r1")
 
 
-def test_a_lake_without_snapshots_is_refused():
-    con = duckdb.connect()
-    con.execute("ATTACH ':memory:' AS lake")
-    with pytest.raises(ConfigError, match="this lake has no snapshots"):
-        resolve_snapshot(con, "r1")
+def test_a_lake_never_written_to_is_refused(tmp_path):
+    with Lake(str(tmp_path / "lake"), read_only=True).connect("") as con:
+        with pytest.raises(ConfigError, match="this lake has no snapshots yet"):
+            resolve_snapshot(con, "r1")
+    assert not (tmp_path / "lake").exists()  # a reader wrote nothing
 
 
 def test_sql_at_what_names_no_snapshot_is_bad_input(tmp_path):

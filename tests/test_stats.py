@@ -3,7 +3,6 @@ checked against statsmodels fitted directly and against hand counts."""
 
 from __future__ import annotations
 
-import datetime as dt
 import random
 import shutil
 
@@ -14,7 +13,6 @@ import statsmodels.formula.api as smf
 
 from lake_fixtures import LakeBuilder, status_of
 from tasks.analysis import bootstrap, stats
-from tasks.lake.compact import compact_lake
 from tasks.lake.lake import Lake
 
 GEO = ["euclid", "coord", "vector"]
@@ -256,8 +254,10 @@ def test_a_stored_computation_is_current_until_what_it_read_changes(tmp_path):
     assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
     copy = shutil.copytree(lake.lake.location, tmp_path / "copied" / "lake")  # a copied warehouse keeps them
     assert stats.stored_computation(Lake(str(copy)), resamples=10, seed=0) == summary["computation_id"]
-    # merging small files keeps every row, and so the statistics
-    assert compact_lake(lake.lake, before=dt.date.today() + dt.timedelta(days=1)).merged > 0
+    # compaction (the small commits, inlined in the catalog, written out to files) keeps every row,
+    # and so the statistics
+    lake.lake.compact()
+    assert lake.query("SELECT count(*) AS n FROM ducklake_list_files('lake', 'computed_bootstrap')")[0]["n"] > 0
     assert stats.stored_computation(lake.lake, resamples=10, seed=0) == summary["computation_id"]
     lake.trial(lake.item("F2"), "m1", "wrong", "4")
     lake.flush()  # new scores: the stored statistics no longer describe the lake

@@ -102,7 +102,7 @@ def test_resume_after_a_kill_in_the_middle_of_a_multi_model_stream(tmp_path):
         cfg = two_model_config(tmp_path, models, n_max=100, sweep_extra={"batch_size": 4, "claim_settle_s": 1.0})
 
         def both_answered() -> bool:
-            stored = (tmp_path / "wh" / "lake" / "responses").exists() and lake_query(
+            stored = (tmp_path / "wh" / "lake" / "catalog.sqlite").exists() and lake_query(
                 tmp_path, "SELECT count(DISTINCT model) AS n FROM responses")[0]["n"] == 2
             return stored and len(a.seen) >= 6 and len(b.seen) >= 4
 

@@ -44,7 +44,7 @@ def sql(
     """Run SQL over the warehouse and print the result; without a query, tell how to open it."""
     import duckdb
 
-    from tasks.lake.catalog import open_catalog
+    from tasks.lake.catalog import attach_file, open_catalog
     from tasks.lake.lake import Lake
     from tasks.lake.views import query
 
@@ -54,9 +54,9 @@ def sql(
     catalog = cfg.catalog_path
     if not query_text:
         console.print(
-            f"The warehouse catalog is {catalog} (views only, over Parquet in {cfg.warehouse.lake or cfg.lake_path}).\n"
-            f"Open it with the DuckDB shell:   invarbench shell   (or: .venv/bin/duckdb -readonly {catalog})\n"
-            f"or from Python:                  duckdb.connect('{catalog}', read_only=True)\n"
+            f"The warehouse catalog is {catalog} (views only, over the DuckLake lake in {cfg.warehouse.lake or cfg.lake_path}).\n"
+            f"Open it with the DuckDB shell:   invarbench shell   "
+            f"(or: .venv/bin/duckdb -readonly -cmd \".read '{attach_file(catalog)}'\" '{catalog}')\n"
             "Views: items, runs, requests, responses, ledger, latest_parses, latest_scores, trial_scores, accuracy_by_bin, ...\n"
             "List them with: invarbench sql \"SELECT view_name FROM duckdb_views() WHERE NOT internal\"",
             highlight=False,
@@ -92,7 +92,7 @@ def _as_of(lake: Lake, at: str) -> duckdb.DuckDBPyConnection:
 
     from tasks.lake.snapshots import resolve_snapshot
 
-    with contextlib.closing(lake.connect()) as latest:
+    with contextlib.closing(lake.connect("")) as latest:  # the lake attached; no view needed
         snapshot = resolve_snapshot(latest, at)
     return lake.connect(at=snapshot)
 
@@ -108,20 +108,20 @@ def shell(config: Optional[Path] = ConfigOpt) -> None:
 
     import duckdb
 
-    from tasks.lake.catalog import open_catalog
-    from tasks.lake.engine import s3_shell_sql, shell_command
+    from tasks.lake.catalog import attach_file, open_catalog
+    from tasks.lake.engine import shell_command
     from tasks.lake.lake import Lake
 
     cfg = load(config, suites=False)
     with tempfile.TemporaryDirectory() as tmp:
-        init = None
         try:
             # Rebuilt first when missing, written by another DuckDB, or built for another lake or sql/.
             lake = Lake.of(cfg)
             open_catalog(cfg.catalog_path, lake).close()
+            init = attach_file(cfg.catalog_path)
             if lake.is_url:  # credentials in a private file, never on a command line
-                init = Path(tmp) / "init.sql"
-                init.write_text(s3_shell_sql(cfg.warehouse.endpoint_url, cfg.warehouse.region), encoding="utf-8")
+                init = Path(tmp) / "attach.sql"
+                init.write_text(lake.attach_sql(read_only=True), encoding="utf-8")
             command = shell_command(cfg.catalog_path, lake.limits, init)
         except (ConfigError, LakeError) as exc:
             fail(str(exc))
@@ -155,24 +155,29 @@ def runs(config: Optional[Path] = ConfigOpt, limit: int = typer.Option(20, min=1
 
 @app.command()
 def compact(config: Optional[Path] = ConfigOpt,
-            before: Optional[str] = typer.Option(None, help="compact day folders before YYYY-MM-DD "
-                                                 "(default: yesterday, UTC)")) -> None:
-    """Merge the small Parquet files of each table and day into one file, and delete the files a
-    killed compaction left behind.
+            expire_days: Optional[float] = typer.Option(None, min=0, help="expire the snapshots older than "
+                                                        "this many days (the lake as of them is no longer "
+                                                        "readable) and delete the files only they needed; "
+                                                        "default: keep every snapshot")) -> None:
+    """DuckLake's maintenance: small inserts written out to Parquet, small files merged, the files
+    no snapshot needs any more deleted (with --expire-days, older snapshots first expired).
 
-    Runs and dispatched units compact what they wrote when they end; this finishes the rest (files
-    of killed processes, lakes written before compaction). Only day folders before yesterday are
-    touched, where no run writes; run one at a time.
+    Safe while sweeps write, and beside another compaction: each step is a DuckLake transaction.
+    A lake in the layout before DuckLake is imported first.
     """
-    from tasks.lake.compact import compact_lake
-    from tasks.lake.lake import Lake
+    import datetime as dt
 
-    day = parse_date("--before", before)
+    from tasks.lake.lake import Lake
+    from tasks.records import now_utc
+
     cfg = load(config, suites=False)
-    with progress_bars():
-        stats = compact_lake(Lake.of(cfg), day)
-    console.print(f"merged {stats.merged} file(s) into {stats.written}; deleted {stats.deleted} file(s)",
-                  highlight=False)
+    expire_before = None if expire_days is None else now_utc() - dt.timedelta(days=expire_days)
+    try:
+        with progress_bars():
+            merged = Lake.of(cfg).compact(expire_before)
+    except LakeError as exc:
+        fail(str(exc))
+    console.print(f"merged {merged} file(s)", highlight=False)
 
 
 @app.command()

@@ -3,4 +3,4 @@
 -- depends_on: raw_parses
 
 CREATE OR REPLACE VIEW all_parses AS
-SELECT * EXCLUDE (day) FROM raw_parses;
+SELECT * FROM raw_parses;

@@ -3,4 +3,4 @@
 -- depends_on: raw_scores
 
 CREATE OR REPLACE VIEW all_scores AS
-SELECT * EXCLUDE (day) FROM raw_scores;
+SELECT * FROM raw_scores;

@@ -2,5 +2,5 @@
 -- depends_on: raw_batch_jobs
 
 CREATE OR REPLACE VIEW batch_jobs AS
-SELECT * EXCLUDE (day) FROM raw_batch_jobs
+SELECT * FROM raw_batch_jobs
 QUALIFY row_number() OVER (PARTITION BY batch_id ORDER BY updated_at DESC) = 1;

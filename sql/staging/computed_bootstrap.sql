@@ -5,5 +5,5 @@
 -- depends_on: raw_computed_bootstrap
 
 CREATE OR REPLACE VIEW computed_bootstrap AS
-SELECT * EXCLUDE (day) FROM raw_computed_bootstrap
+SELECT * FROM raw_computed_bootstrap
 QUALIFY computation_id = first_value(computation_id) OVER (PARTITION BY scope ORDER BY computed_at DESC);

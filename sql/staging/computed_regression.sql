@@ -8,5 +8,5 @@
 -- depends_on: raw_computed_regression
 
 CREATE OR REPLACE VIEW computed_regression AS
-SELECT * EXCLUDE (day) FROM raw_computed_regression
+SELECT * FROM raw_computed_regression
 QUALIFY computation_id = first_value(computation_id) OVER (PARTITION BY scope ORDER BY computed_at DESC);

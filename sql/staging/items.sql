@@ -3,5 +3,5 @@
 
 -- Items are content-addressed: the same id is the same item, whichever run wrote it.
 CREATE OR REPLACE VIEW items AS
-SELECT * EXCLUDE (day) FROM raw_items
+SELECT * FROM raw_items
 QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1;

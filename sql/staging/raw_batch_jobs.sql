@@ -1,4 +1,4 @@
--- raw_batch_jobs: one row per row of lake table batch_jobs as stored, with its hive partition column day.
+-- raw_batch_jobs: one row per row of lake table batch_jobs as stored.
 -- depends_on:
 
 CREATE OR REPLACE VIEW raw_batch_jobs AS

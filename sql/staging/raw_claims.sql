@@ -1,4 +1,4 @@
--- raw_claims: one row per row of lake table claims as stored, with its hive partition column day.
+-- raw_claims: one row per row of lake table claims as stored.
 -- depends_on:
 
 CREATE OR REPLACE VIEW raw_claims AS

@@ -1,4 +1,4 @@
--- raw_computed_bootstrap: one row per row of lake table computed_bootstrap as stored, with its hive partition column day.
+-- raw_computed_bootstrap: one row per row of lake table computed_bootstrap as stored.
 -- depends_on:
 
 CREATE OR REPLACE VIEW raw_computed_bootstrap AS

@@ -1,4 +1,4 @@
--- raw_computed_regression: one row per row of lake table computed_regression as stored, with its hive partition column day.
+-- raw_computed_regression: one row per row of lake table computed_regression as stored.
 -- depends_on:
 
 CREATE OR REPLACE VIEW raw_computed_regression AS

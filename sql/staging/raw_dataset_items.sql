@@ -1,4 +1,4 @@
--- raw_dataset_items: one row per row of lake table dataset_items as stored, with its hive partition column day.
+-- raw_dataset_items: one row per row of lake table dataset_items as stored.
 -- One per recorded membership (an import records every item it names).
 -- depends_on:
 

@@ -1,4 +1,4 @@
--- raw_items: one row per row of lake table items as stored, with its hive partition column day.
+-- raw_items: one row per row of lake table items as stored.
 -- An item may be written by several runs.
 -- depends_on:
 

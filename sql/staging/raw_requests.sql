@@ -1,4 +1,4 @@
--- raw_requests: one row per row of lake table requests as stored, with its hive partition column day.
+-- raw_requests: one row per row of lake table requests as stored.
 -- depends_on:
 
 CREATE OR REPLACE VIEW raw_requests AS

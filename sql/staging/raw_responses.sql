@@ -1,4 +1,4 @@
--- raw_responses: one row per row of lake table responses as stored, with its hive partition column day.
+-- raw_responses: one row per row of lake table responses as stored.
 -- depends_on:
 
 -- Response files written before finish_reason existed lack its column; the empty branch makes it

@@ -1,4 +1,4 @@
--- raw_runs: one row per row of lake table runs as stored, with its hive partition column day.
+-- raw_runs: one row per row of lake table runs as stored.
 -- One per state a run wrote (when it starts, heartbeats and ends).
 -- depends_on:
 

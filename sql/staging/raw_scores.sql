@@ -1,4 +1,4 @@
--- raw_scores: one row per row of lake table scores as stored, with its hive partition column day.
+-- raw_scores: one row per row of lake table scores as stored.
 -- depends_on:
 
 CREATE OR REPLACE VIEW raw_scores AS

@@ -2,4 +2,4 @@
 -- depends_on: raw_responses
 
 CREATE OR REPLACE VIEW responses AS
-SELECT * EXCLUDE (day) FROM raw_responses;
+SELECT * FROM raw_responses;

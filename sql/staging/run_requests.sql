@@ -2,4 +2,4 @@
 -- depends_on: raw_requests
 
 CREATE OR REPLACE VIEW run_requests AS
-SELECT * EXCLUDE (day) FROM raw_requests;
+SELECT * FROM raw_requests;

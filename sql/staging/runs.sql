@@ -2,5 +2,5 @@
 -- depends_on: raw_runs
 
 CREATE OR REPLACE VIEW runs AS
-SELECT * EXCLUDE (day) FROM raw_runs
+SELECT * FROM raw_runs
 QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY updated_at DESC) = 1;

@@ -1,5 +1,9 @@
-"""The catalog file: DuckDB holding only views (from ``sql/``) and the lake they read, rebuilt at
-will, since the Parquet lake is the truth (:func:`build_catalog`, :func:`open_catalog`).
+"""The catalog file: DuckDB holding only views (from ``sql/``) over the lake attached as ``lake``,
+rebuilt at will, since the DuckLake tables are the truth (:func:`build_catalog`, :func:`open_catalog`).
+Beside it, the SQL that attaches the lake for a shell (:func:`attach_file`).
+
+A database file cannot store an ATTACH: whoever opens the catalog attaches the lake first
+(``Lake.attach``), or the views fail with ``Catalog "lake" does not exist``.
 """
 
 from __future__ import annotations
@@ -11,24 +15,22 @@ from pathlib import Path
 import duckdb
 
 from tasks.lake.engine import connect
-from tasks.lake.filesystem import register_lake
 from tasks.lake.lake import Lake
 from tasks.lake.sql import SQL_DIR, sql_files
-
 
 # The catalog remembers which lake and which sql/ its views were built from, so a copied or moved
 # warehouse, or a lake mounted elsewhere, is noticed on open and the views rebuilt for it.
 _CATALOG_TABLE = "invarbench_catalog"
 
 
-def _catalog_stamp(lake: Lake) -> tuple[str, str]:
+def _catalog_stamp(lake: Lake, absent: frozenset[str]) -> tuple[str, str]:
     import hashlib
 
     digest = hashlib.sha256()
     for path in sql_files():  # names too: moving a file between layers changes the load order
         digest.update(path.relative_to(SQL_DIR).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
     # views built while tables were absent read them as empty: rebuilt once the tables exist
-    digest.update(",".join(sorted(lake.absent_tables())).encode("utf-8"))
+    digest.update(",".join(sorted(absent)).encode("utf-8") + b"\0" + lake.catalog.encode("utf-8"))
     return lake.root, digest.hexdigest()
 
 
@@ -43,7 +45,7 @@ def _open_writable(catalog: Path, lake: Lake, attempts: int) -> duckdb.DuckDBPyC
             return connect(str(catalog), lake.limits)
         except duckdb.IOException as exc:
             if _OTHER_STORAGE.search(str(exc)):
-                # Views only: the Parquet lake is the truth, so a catalog this DuckDB cannot read is
+                # Views only: the lake is the truth, so a catalog this DuckDB cannot read is
                 # replaced, not a reason to fail.
                 for path in (catalog, catalog.with_name(catalog.name + ".wal")):
                     path.unlink(missing_ok=True)
@@ -64,12 +66,22 @@ def build_catalog(catalog: Path, lake: Lake, attempts: int = 20) -> Path:
     catalog.parent.mkdir(parents=True, exist_ok=True)
     con = _open_writable(catalog, lake, attempts)
     try:
+        lake.attach(con, read_only=True)
         lake.create_views(con)
-        root, digest = _catalog_stamp(lake)
+        root, digest = _catalog_stamp(lake, lake.absent_tables(con))
         con.execute(f"CREATE OR REPLACE TABLE {_CATALOG_TABLE} AS SELECT ? AS lake, ? AS sql_sha256", [root, digest])
     finally:
         con.close()
+    if not lake.is_url:  # an object-store lake's attach holds credentials: never in a file others may read
+        attach_file(catalog).write_text(lake.attach_sql(read_only=True) + "\n", encoding="utf-8")
     return catalog
+
+
+def attach_file(catalog: Path) -> Path:
+    """The SQL file beside ``catalog`` that attaches its lake read-only, for a DuckDB shell of
+    this installation (``.venv/bin/duckdb -readonly -cmd ".read warehouse/attach.sql" warehouse/invarbench.duckdb``):
+    the extensions loaded by path from their wheels, then the ATTACH."""
+    return catalog.with_name("attach.sql")
 
 
 def _catalog_is_current(catalog: Path, lake: Lake) -> bool:
@@ -79,18 +91,19 @@ def _catalog_is_current(catalog: Path, lake: Lake) -> bool:
         return False
     try:
         stored = con.execute(f"SELECT lake, sql_sha256 FROM {_CATALOG_TABLE}").fetchone()
+        lake.attach(con, read_only=True)
+        return stored == _catalog_stamp(lake, lake.absent_tables(con))
     except duckdb.Error:  # built before the catalog recorded its lake
         return False
     finally:
         con.close()
-    return stored == _catalog_stamp(lake)
 
 
 def open_catalog(catalog: Path, lake: Lake) -> duckdb.DuckDBPyConnection:
-    """The catalog, read-only, with views over ``lake`` and within its limits: rebuilt first when
-    missing or built for another lake (a copied or moved warehouse) or another ``sql/``."""
+    """The catalog, read-only, with ``lake`` attached read-only and within its limits: rebuilt
+    first when missing or built for another lake (a copied or moved warehouse) or another ``sql/``."""
     if not (catalog.exists() and _catalog_is_current(catalog, lake)):
         build_catalog(catalog, lake)
     con = connect(str(catalog), lake.limits, read_only=True)
-    register_lake(con, lake.location)
+    lake.attach(con, read_only=True)
     return con

@@ -1,127 +1,30 @@
-"""The lake as DuckLake tables (https://ducklake.select/docs/stable/specification/introduction).
-
-Work in progress for issue #31 stage 2: a :class:`DuckLakeStore` owns the catalog (SQLite by
-default, Postgres for several machines), the data path (local or ``s3://``) and the one way to get
-a connection; every lake table of ``SCHEMAS`` is a DuckLake table; a chunk is committed in one
-transaction, retried on a conflict; compaction is DuckLake's merge, expire and cleanup; an old
-Parquet lake is imported once through its own ``lake_table`` macro. Not wired into the pipeline yet:
-it is meant to become the storage behind ``tasks.lake.lake.Lake``.
+"""The lake's tables as DuckLake tables (https://ducklake.select/docs/stable/specification/introduction),
+on a connection where the lake is attached as ``lake`` (``tasks.lake.lake.Lake`` attaches it):
+the tables of ``SCHEMAS`` created or widened (:func:`create_tables`), a chunk committed in one
+transaction and retried while the catalog is busy (:func:`commit`), DuckLake's own maintenance
+(:func:`compact`), and the one-time import of a lake in the layout before DuckLake
+(:func:`import_parquet_lake`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import json
 import random
-import sqlite3
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, TypeVar
 
 import duckdb
 import pyarrow as pa
 
-from tasks.lake.engine import Limits, connect, load_extension, secret_sql
-from tasks.lake.lake import Lake
-from tasks.lake.schemas import SCHEMAS
-from tasks.lake.sql import SQL_DIR, _sql_statements, sql_defines
+from tasks.lake.engine import sql_literal
+from tasks.lake.schemas import SCHEMAS, column_types, conform
 
-# The alias every view reads (sql/macros/lake_files.sql in its DuckLake form).
+# The name every view reads the lake by (sql/macros/lake_files.sql).
 ALIAS = "lake"
 
-# DuckLake's snapshots decide which files belong to a table: the merged-file protocol goes away.
-# `day` stays NULL so the staging views' EXCLUDE (day) still bind.
-LAKE_TABLE_MACRO = (f"CREATE OR REPLACE MACRO lake_table(tbl) AS TABLE "
-                    f"SELECT *, NULL::DATE AS day FROM query_table('{ALIAS}.main.' || tbl)")
-
-
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class DuckLakeStore:
-    """Where the lake lives as DuckLake: its catalog and its data path, and how to connect to it.
-
-    ``catalog``: ``sqlite:/abs/path.sqlite`` or ``postgres:<libpq connection string>``;
-    ``data_path``: an absolute folder or an ``s3://`` prefix (with ``secret``: the SQL options of a
-    DuckDB S3 secret, such as :func:`tasks.lake.engine.s3_secret` gives); ``limits``: each
-    connection's memory limit and spill folder.
-    """
-
-    catalog: str
-    data_path: str
-    secret: dict[str, str] = field(default_factory=dict)
-    limits: Limits = Limits()
-
-    @classmethod
-    def local(cls, warehouse: Path, limits: Limits = Limits()) -> "DuckLakeStore":
-        """The default lake: a SQLite catalog and local data under ``warehouse``."""
-        root = Path(warehouse).expanduser().resolve()
-        return cls(f"sqlite:{root / 'lake.sqlite'}", f"{root / 'lake-data'}/", limits=limits)
-
-    def _extensions(self) -> tuple[str, ...]:
-        scanner = "postgres_scanner" if self.catalog.startswith("postgres:") else "sqlite_scanner"
-        return ("ducklake", scanner) + (("httpfs",) if self.data_path.startswith("s3://") else ())
-
-    def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB with the lake attached as ``lake`` and every table of SCHEMAS in it."""
-        con = connect(limits=self.limits, autoinstall_known_extensions=False, autoload_known_extensions=False)
-        for name in self._extensions():
-            load_extension(con, name)
-        if self.secret:
-            con.execute(secret_sql(self.secret))
-        new = self.catalog.startswith("sqlite:") and not Path(self.catalog[len("sqlite:"):]).exists()
-        if new:
-            Path(self.catalog[len("sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)
-        mode = "READ_ONLY" if read_only else f"DATA_PATH {_literal(self.data_path)}"
-        _retrying(lambda: con.execute(f"ATTACH IF NOT EXISTS {_literal('ducklake:' + self.catalog)} AS {ALIAS} ({mode})"))
-        if new:
-            # Readers then never wait for a writer (measured: 310 ms median → 18 ms); it persists in the file.
-            with contextlib.closing(sqlite3.connect(self.catalog[len("sqlite:"):])) as db:
-                db.execute("PRAGMA journal_mode=WAL")
-        if not read_only:
-            self._create_tables(con)
-        return con
-
-    def _create_tables(self, con: duckdb.DuckDBPyConnection) -> None:
-        have = {r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = ?", [ALIAS]).fetchall()}
-        for table, schema in SCHEMAS.items():
-            if table not in have:
-                con.register("invarbench_schema", schema.empty_table())
-                with contextlib.suppress(duckdb.CatalogException):  # another process created it first
-                    _retrying(lambda: con.execute(
-                        f"CREATE TABLE {ALIAS}.main.{table} AS SELECT * FROM invarbench_schema WITH NO DATA"))
-                con.unregister("invarbench_schema")
-
-
-def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message: str = "",
-           attempts: int = 20) -> int:
-    """Append ``chunk`` to ``table`` in one transaction (one snapshot); returns the snapshot id.
-
-    DuckLake retries logical conflicts itself; the rest is retried whole (:func:`_retrying`).
-    """
-    def append() -> int:
-        con.register("invarbench_chunk", chunk)
-        try:
-            con.execute("BEGIN")
-            con.execute(f"INSERT INTO {ALIAS}.main.{table} SELECT * FROM invarbench_chunk")
-            if message:
-                con.execute(f"CALL ducklake_set_commit_message('{ALIAS}', 'invarbench', ?)", [message])
-            con.execute("COMMIT")
-        except duckdb.Error:
-            with contextlib.suppress(duckdb.Error):
-                con.execute("ROLLBACK")
-            raise
-        finally:
-            con.unregister("invarbench_chunk")
-        return snapshot(con)
-
-    return _retrying(append, attempts)
 
 
 def _retrying(work: Callable[[], T], attempts: int = 20) -> T:
@@ -139,21 +42,87 @@ def _retrying(work: Callable[[], T], attempts: int = 20) -> T:
     raise AssertionError("unreachable")
 
 
+def lake_tables(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
+    """The tables of the attached lake, each with its column names."""
+    columns: dict[str, set[str]] = {}
+    for table, column in con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = ?",
+                                     [ALIAS]).fetchall():
+        columns.setdefault(table, set()).add(column)
+    return columns
+
+
+def create_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every table of SCHEMAS the lake lacks, and add the columns a table gained since
+    (rows written before read them as nulls), in one transaction."""
+    def create() -> None:
+        have = lake_tables(con)
+        ddl = []
+        for table in SCHEMAS:
+            types = column_types(table)
+            if table not in have:
+                ddl.append(f"CREATE TABLE IF NOT EXISTS {ALIAS}.main.{table} "
+                           f"({', '.join(f'{name} {kind}' for name, kind in types)})")
+            ddl += [f"ALTER TABLE {ALIAS}.main.{table} ADD COLUMN IF NOT EXISTS {name} {kind}"
+                    for name, kind in types if table in have and name not in have[table]]
+        if ddl:
+            _in_transaction(con, ddl)
+
+    _retrying(create)
+
+
+def _in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
+    con.execute("BEGIN")
+    try:
+        for statement in statements:
+            con.execute(statement)
+        con.execute("COMMIT")
+    except duckdb.Error:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+
+
+def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message: str = "",
+           run_id: str | None = None, attempts: int = 20) -> int:
+    """Append ``chunk`` to ``table`` in one transaction (one snapshot); returns the snapshot id.
+
+    The snapshot carries ``message`` and, when given, ``{"run_id": run_id}`` as its extra info,
+    which is how a run's snapshots are found (``ducklake_snapshots``). DuckLake retries logical
+    conflicts itself; the rest is retried whole (:func:`_retrying`).
+    """
+    extra = json.dumps({"run_id": run_id}) if run_id else None
+
+    def append() -> int:
+        con.register("invarbench_chunk", chunk)
+        try:
+            _in_transaction(con, [
+                f"INSERT INTO {ALIAS}.main.{table} BY NAME SELECT * FROM invarbench_chunk",
+                f"CALL ducklake_set_commit_message('{ALIAS}', 'invarbench', {sql_literal(message)}, "
+                f"extra_info => {sql_literal(extra) if extra else 'NULL'})"])
+        finally:
+            con.unregister("invarbench_chunk")
+        return snapshot(con)
+
+    return _retrying(append, attempts)
+
+
 def snapshot(con: duckdb.DuckDBPyConnection) -> int:
     """The id of the lake's latest snapshot."""
     return con.execute(f"SELECT max(snapshot_id) FROM ducklake_snapshots('{ALIAS}')").fetchone()[0]
 
 
-def compact(con: duckdb.DuckDBPyConnection) -> int:
+def compact(con: duckdb.DuckDBPyConnection, expire_before: dt.datetime | None = None) -> int:
     """DuckLake's maintenance: small inserts flushed to Parquet, adjacent files merged, snapshots
-    before this one expired and their files deleted, files of failed commits (an hour old) deleted;
-    returns how many files were merged.
+    older than ``expire_before`` expired (none when None: every snapshot stays readable), the files
+    no snapshot needs any more deleted, and files of failed commits (an hour old); returns how
+    many files were merged.
 
     Safe during writes and beside another compaction: each step is a DuckLake transaction.
     """
     _retrying(lambda: con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')"))
     merged = _retrying(lambda: con.execute(f"CALL ducklake_merge_adjacent_files('{ALIAS}')").fetchall())
-    _retrying(lambda: con.execute(f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => now())"))
+    if expire_before is not None:
+        _retrying(lambda: con.execute(f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => ?)", [expire_before]))
     _retrying(lambda: con.execute(f"CALL ducklake_cleanup_old_files('{ALIAS}', cleanup_all => true)"))
     # A write or merge whose commit failed (and was retried) leaves its file in no snapshot; one
     # younger than an hour may still belong to a transaction in flight, so it waits for the next.
@@ -162,41 +131,37 @@ def compact(con: duckdb.DuckDBPyConnection) -> int:
     return sum(int(r[2]) for r in merged)
 
 
-def create_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Every view and macro of ``sql/`` on ``con``, reading the attached DuckLake tables."""
-    replaced = sql_defines(SQL_DIR / "macros" / "lake_files.sql")
-    con.execute(LAKE_TABLE_MACRO)
-    for stmt in _sql_statements():
-        if not stmt.defines & replaced:
-            con.execute(stmt.sql)
+# A lake before DuckLake: Parquet under <root>/<table>/day=YYYY-MM-DD/, where a merged file names in
+# its metadata (key invarbench.replaces) the files it replaced, which are no longer part of the table.
+OLD_SCHEMA_FILE = "day=1970-01-01/merged-schema.parquet"
+_OLD_ROWS = """
+SELECT * EXCLUDE (filename, day)
+FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true, union_by_name = true, filename = true)
+WHERE parse_filename(filename) NOT IN (
+    SELECT unnest(string_split(decode(value), chr(10))) FROM parquet_kv_metadata('{folder}/**/merged-*.parquet')
+    WHERE decode(key) = 'invarbench.replaces')
+"""
 
 
-def import_parquet_lake(con: duckdb.DuckDBPyConnection, old_lake: Lake,
-                        progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Copy every table of an old Parquet lake (day folders, merged files) into the DuckLake
-    tables, one transaction per table, through the old ``lake_table`` macro (which leaves out the
-    files a merged file replaces); returns the rows copied per table."""
-    from tasks.lake.schemas import conform
-    from tasks.lake.sql import _lake_sql
-
-    old = connect(limits=old_lake.limits)
-    for stmt in _sql_statements():
-        if stmt.defines & sql_defines(SQL_DIR / "macros" / "lake_files.sql"):
-            old.execute(_lake_sql(stmt, old_lake.location))
+def import_parquet_lake(con: duckdb.DuckDBPyConnection, root: str,
+                        progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
+    """Copy every table of the old lake at ``root`` into the attached lake's tables, one
+    transaction per table, leaving out the files a merged file replaced; returns the rows copied
+    per table. ``progress(table, rows)`` is called after each table."""
     copied = {}
     for table in SCHEMAS:
+        folder = f"{root}/{table}".replace("'", "''")
         try:
-            rows = old.execute(f"SELECT * EXCLUDE (day) FROM lake_table('{table}')").to_arrow_table()
+            rows = con.execute(_OLD_ROWS.format(folder=folder)).to_arrow_table()
         except duckdb.IOException as exc:  # a table newer than the old lake (dataset_items): no file
             if "No files found" not in str(exc):
                 raise
             rows = SCHEMAS[table].empty_table()
         # A lake written before a column existed (responses.finish_reason) reads it as nulls.
-        chunk = conform(table, rows) if rows.num_rows else SCHEMAS[table].empty_table()
+        chunk = conform(table, rows)
         if chunk.num_rows:
-            commit(con, table, chunk, f"import {table} from {old_lake}")
+            commit(con, table, chunk, f"import {table} from {root}")
         copied[table] = chunk.num_rows
         if progress:
-            progress(table)
-    old.close()
+            progress(table, chunk.num_rows)
     return copied

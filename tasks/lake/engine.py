@@ -21,7 +21,6 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import duckdb
 
@@ -88,8 +87,10 @@ def _memory_seen() -> int:
 def connect(database: str = ":memory:", limits: Limits | None = None, read_only: bool = False,
             **config: Any) -> duckdb.DuckDBPyConnection:
     """A new DuckDB database (``database``: a file, or ``:memory:``) within ``limits`` (the default
-    ones when None): the one way the product opens DuckDB, so that every connection is bounded.
-    ``config`` adds DuckDB settings."""
+    ones when None): the one way the product opens DuckDB, so that every connection is bounded and
+    never downloads an extension (they are loaded by path, :func:`load_extension`). ``config``
+    adds DuckDB settings."""
+    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False, **config}
     return duckdb.connect(database, read_only=read_only, config={**config, **(limits or Limits()).settings()})
 
 
@@ -187,7 +188,7 @@ def load_sql(name: str) -> str:
     if built_for(path) != library_version():
         raise ConfigError(f"the {name} extension at {path} is built for DuckDB {built_for(path)}, "
                           f"the library is {library_version()}: {_FIX}")
-    return f"LOAD {_literal(str(path))};"
+    return f"LOAD {sql_literal(str(path))};"
 
 
 def load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -195,46 +196,15 @@ def load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
     con.execute(load_sql(name))
 
 
-def _literal(value: str) -> str:
+def sql_literal(value: str) -> str:
+    """``value`` as an SQL string literal."""
     return "'" + value.replace("'", "''") + "'"
-
-
-def s3_secret(endpoint_url: str, region: str) -> dict[str, str]:
-    """The options (SQL literals) of a DuckDB S3 secret with the credentials of the ``AWS_*``
-    environment variables, for ``warehouse.endpoint_url`` and ``warehouse.region``."""
-    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
-    if not (key and secret):
-        raise ConfigError("the shell reads an s3:// lake with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                          "set (or use invarbench sql, which uses every source of credentials)")
-    options = {"KEY_ID": _literal(key), "SECRET": _literal(secret)}
-    if token := os.environ.get("AWS_SESSION_TOKEN"):
-        options["SESSION_TOKEN"] = _literal(token)
-    if region := region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION", ""):
-        options["REGION"] = _literal(region)
-    if endpoint_url:
-        url = urlsplit(endpoint_url)
-        options.update(ENDPOINT=_literal(url.netloc), URL_STYLE="'path'", USE_SSL=str(url.scheme == "https").lower())
-    return options
-
-
-def secret_sql(options: dict[str, str]) -> str:
-    """The statement that gives a connection the temporary S3 secret of ``options`` (see :func:`s3_secret`)."""
-    body = ", ".join(f"{k} {v}" for k, v in {"TYPE": "s3", **options}.items())
-    return f"CREATE TEMPORARY SECRET invarbench_lake ({body})"
-
-
-def s3_shell_sql(endpoint_url: str, region: str) -> str:
-    """Start-up SQL that lets a shell read an ``s3://`` lake: httpfs loaded by path, and a
-    temporary secret with the credentials of the ``AWS_*`` environment variables.
-
-    The lake's own reads go through pyarrow's filesystem, which a shell cannot use.
-    """
-    return f"{load_sql('httpfs')}\n{secret_sql(s3_secret(endpoint_url, region))};\n"
 
 
 def shell_command(catalog: Path, limits: Limits, init: Path | None = None) -> list[str]:
     """The command that opens ``catalog`` read-only in this installation's DuckDB shell, within
-    ``limits`` like the product's own connections, running the SQL file ``init`` first when given.
+    ``limits`` like the product's own connections, reading the SQL file ``init`` first when given
+    (``-cmd ".read …"``: ``-init`` would also print a notice on standard error).
 
     Raises ConfigError when the shell is missing or its binary reports another version than the
     library that wrote the catalog (the start-up check reads only the wheel's version).
@@ -244,5 +214,6 @@ def shell_command(catalog: Path, limits: Limits, init: Path | None = None) -> li
         raise ConfigError(f"the DuckDB shell (duckdb-cli) is not installed: {_FIX}")
     if (got := shell_version(binary)) != library_version():
         raise ConfigError(f"the DuckDB shell {binary} is {got}, the library is {library_version()}: {_FIX}")
-    limit = " ".join(f"SET {name} = {_literal(value)};" for name, value in limits.settings().items())
-    return [str(binary), "-readonly", "-cmd", limit, *(["-init", str(init)] if init else []), str(catalog)]
+    limit = " ".join(f"SET {name} = {sql_literal(value)};" for name, value in limits.settings().items())
+    read = ["-cmd", f".read {sql_literal(str(init))}"] if init else []
+    return [str(binary), "-readonly", "-cmd", limit, *read, str(catalog)]

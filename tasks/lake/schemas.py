@@ -1,8 +1,8 @@
-"""The lake's tables: every table's Parquet schema (:data:`SCHEMAS`), the one column rule
-(:func:`conform`) and the names of merged and schema files.
+"""The lake's tables: every table's schema (:data:`SCHEMAS`, in Arrow; :func:`column_types`, in
+DuckDB) and the one column rule (:func:`conform`).
 
-Parquet under ``<lake>/<table>/day=YYYY-MM-DD/`` is the source of truth; every file of a table has
-the table's schema, or an older one that :func:`conform` reads with the missing columns as nulls.
+Every table is a DuckLake table of that schema (``tasks.lake.ducklake``); a column added since a
+lake was written is added to its table on the next write, and reads as nulls in older rows.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import pyarrow as pa
 
 from tasks.items.features import FEATURE_NAMES
-
 
 _str = pa.string()
 _int = pa.int64()
@@ -109,12 +108,18 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 
-# Compaction (tasks.lake.compact) merges small files into merged files whose Parquet metadata, under
-# REPLACES_KEY, names the files they replace (sql/macros/lake_files.sql leaves those out).
-MERGED_PREFIX = "merged-"
-REPLACES_KEY = b"invarbench.replaces"
-# Every table folder holds an empty merged file of the table's schema, replacing nothing.
-SCHEMA_FILE = f"{MERGED_PREFIX}schema.parquet"
+_DUCKDB_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
+                 pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ", pa.list_(pa.string()): "VARCHAR[]"}
+
+
+def column_types(table: str) -> list[tuple[str, str]]:
+    """The columns of lake table ``table`` with their DuckDB types, in order."""
+    return [(f.name, _DUCKDB_TYPES[f.type]) for f in SCHEMAS[table]]
+
+
+def empty_table_sql(table: str) -> str:
+    """A query of no rows with the columns of lake table ``table`` (for a table a read-only lake lacks)."""
+    return f"(SELECT {', '.join(f'CAST(NULL AS {kind}) AS {name}' for name, kind in column_types(table))} WHERE false)"
 
 
 def conform(table: str, data: pa.Table) -> pa.Table:

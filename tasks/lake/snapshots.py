@@ -51,8 +51,7 @@ def resolve_snapshot(con: duckdb.DuckDBPyConnection, at: str) -> int:
 def _require_ducklake(con: duckdb.DuckDBPyConnection) -> None:
     kind = con.execute("SELECT type FROM duckdb_databases() WHERE database_name = ?", [ALIAS]).fetchone()
     if not kind or kind[0] != "ducklake":
-        raise ConfigError("this lake has no snapshots: reading it as of a run, snapshot or time needs the "
-                          "DuckLake lake (issue #31)")
+        raise ConfigError("this lake has no snapshots yet: nothing was ever written to it")
 
 
 def _existing(con: duckdb.DuckDBPyConnection, snapshot: int, first: int, last: int) -> int:

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tasks.errors import ConfigError
-from tasks.lake.filesystem import lake_root
-from tasks.lake.tables import _empty_table_sql
+from tasks.lake.schemas import empty_table_sql
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 
@@ -32,8 +31,8 @@ def _without_literals(sql: str) -> str:
 
 
 def sql_code(path: Path) -> str:
-    """The SQL of ``path`` without its comments and string literals (lake paths such as
-    ``'{{lake}}/parses/…'``): the text in which the names a file defines are looked up."""
+    """The SQL of ``path`` without its comments and string literals (table names such as
+    ``'parses'``): the text in which the names a file defines are looked up."""
     return _without_literals(path.read_text(encoding="utf-8"))
 
 
@@ -46,7 +45,7 @@ def sql_defines(path: Path) -> set[str]:
 class _Statement:
     """One file of ``sql/``: run as one piece, after the files that define what it reads."""
 
-    sql: str  # with the ``{{lake}}`` placeholder
+    sql: str
     defines: frozenset[str]
     reads: frozenset[str]  # the relations its ``-- depends_on:`` line names (none for macros)
     path: Path
@@ -133,9 +132,9 @@ def _needed(statements: Sequence[_Statement], sql: str | None) -> list[int]:
     return sorted(needed)
 
 
-def _lake_sql(stmt: _Statement, lake: str, absent: frozenset[str] = frozenset()) -> str:
-    # A quote in a folder name must not end the SQL string literal.
-    sql = stmt.sql.replace("{{lake}}", lake_root(lake).replace("'", "''"))
-    for table in absent:  # no file to read (see read_only)
-        sql = sql.replace(f"lake_table('{table}')", _empty_table_sql(table))
+def _lake_sql(stmt: _Statement, absent: frozenset[str] = frozenset()) -> str:
+    """The file's SQL, with each lake table in ``absent`` (a read-only lake that lacks it) read as no rows."""
+    sql = stmt.sql
+    for table in absent:
+        sql = sql.replace(f"lake_table('{table}')", empty_table_sql(table))
     return sql

@@ -1,45 +1,37 @@
-"""Appends to the lake: each write one new Parquet file of the table's schema, under a key of its
-own, so writers never overwrite each other; the lake notes the file for compaction.
+"""Appends to the lake: each write one DuckLake commit of rows of the table's schema
+(``Lake.commit``), marked with the run that wrote it when its rows name one run.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from tasks.lake.filesystem import atomic_write
 from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMAS, conform
 from tasks.records import now_utc
 
 
-def write_table(lake: Lake, table: str, data: pa.Table) -> str | None:
-    """Append an Arrow table to ``table`` as one new Parquet file, as :func:`write_rows` does with
-    dicts (same column rule); returns its path (None when no rows). Every lake write ends here.
+def write_table(lake: Lake, table: str, data: pa.Table) -> int | None:
+    """Append an Arrow table to ``table`` in one commit, as :func:`write_rows` does with dicts
+    (same column rule); returns its snapshot id (None when no rows). Every lake write ends here.
 
     For large derived writes: a rescore of a million responses spent most of its time building
     a dict per row and converting the dicts to Arrow.
     """
     if not data.num_rows:
         return None
-    if lake.read_only:
-        raise RuntimeError(f"a read-only command tried to write to the lake table {table}")
     data = conform(table, data)
-    fs, root = lake.filesystem()
-    stamp = now_utc()
-    target = f"{root}/{table}/day={stamp:%Y-%m-%d}/part-{stamp:%H%M%S%f}-{uuid.uuid4().hex}.parquet"
-    atomic_write(fs, target, data)
-    lake.add_written(target)
-    return target
+    run_ids = pc.unique(data["run_id"]).drop_null() if "run_id" in data.column_names else []
+    return lake.commit(table, data, run_ids[0].as_py() if len(run_ids) == 1 else None)
 
 
-def write_rows(lake: Lake, table: str, rows: Sequence[dict[str, Any]]) -> str | None:
-    """Append ``rows`` to ``table`` as one new Parquet file; returns its path (None when no rows).
+def write_rows(lake: Lake, table: str, rows: Sequence[dict[str, Any]]) -> int | None:
+    """Append ``rows`` to ``table`` in one commit; returns its snapshot id (None when no rows).
 
     Columns follow the table's schema exactly: a missing column is null, an unknown one an error.
-    Each file has a key of its own (time and a random id), so writers never overwrite each other.
     """
     if not rows:
         return None

@@ -4,8 +4,7 @@ A run appends a row at each change of state and the latest row (by ``updated_at`
 (the ``runs`` view). :class:`Run` writes ``running`` when it starts, again every
 :data:`HEARTBEAT_SECONDS` from a background thread while it works (the heartbeat), and
 ``completed``, ``failed`` (with a message) or ``cancelled`` (stopped on request: a signal or a
-cancellation in Prefect, tasks.runs.stopping) at the end, and then merges the small files this
-process wrote for it (tasks.lake.compact).
+cancellation in Prefect, tasks.runs.stopping) at the end.
 
 A process that is killed (SIGKILL, out of memory, power loss) writes nothing more, so its run
 would read ``running`` for ever. A run of a kind that heartbeats has lost its process when its
@@ -39,7 +38,6 @@ import duckdb
 
 from tasks.config import Config
 from tasks.lake.catalog import build_catalog
-from tasks.lake.compact import compact_written
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.records import canonical_json, now_utc
@@ -218,8 +216,6 @@ class Run:
                 self._write(status, message, **counts)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        # The run's rows are all written: its many small files become one per table and day.
-        compact_written(self.lake)
 
 
 def begin(lake: Lake, kind: str, *, config: str, models: Sequence[str], run_id: str | None = None,
