@@ -23,7 +23,7 @@ from interop_helpers import FIXTURES, exported, invoke
 
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
-from tasks.runs.check import CHECKS
+from tasks.runs.check import CHECKS, data_files
 from tasks.runs.lifecycle import this_host
 
 CHECK_NAMES = [c.name for c in CHECKS]
@@ -53,6 +53,12 @@ def copy_of(swept: Path, tmp_path: Path) -> tuple[Path, Lake]:
     return cfg, Lake(str(tmp_path / "wh" / "lake"))
 
 
+def lake_bytes(lake: Path) -> dict[Path, bytes]:
+    """Every file of a local lake and its bytes, but the SQLite catalog's shared-memory index and
+    write-ahead log, which SQLite itself creates for any reader of a WAL database."""
+    return {p: p.read_bytes() for p in lake.rglob("*") if p.is_file() and not p.name.endswith(("-shm", "-wal"))}
+
+
 def check(cfg: Path, *args: str) -> tuple[int, dict]:
     """Exit code of ``invarbench check --json`` and its report, the findings by check name."""
     result = run_cli("check", "--json", "--config", str(cfg), *args)
@@ -71,20 +77,20 @@ def test_a_swept_lake_checks_clean_and_check_writes_nothing(swept, tmp_path):
     cfg, lake = copy_of(swept, tmp_path)
     samples = lake.read("SELECT count(*) AS n FROM requests WHERE sample_idx = 1 AND step_index > 0")
     assert samples[0]["n"] > 0  # second samples of chained trials: several answers that are no duplicates
-    before = {p: p.read_bytes() for p in (tmp_path / "wh" / "lake").rglob("*") if p.is_file()}
+    before = lake_bytes(tmp_path / "wh" / "lake")
     result = run_cli("check", "--config", str(cfg))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "the lake is clean: 9 checks, nothing found" in " ".join(result.stdout.split())
     for name in CHECK_NAMES:  # the table names every check
         assert name in result.stdout
-    assert {p: p.read_bytes() for p in (tmp_path / "wh" / "lake").rglob("*") if p.is_file()} == before
+    assert lake_bytes(tmp_path / "wh" / "lake") == before
     code, findings = check(cfg)
     assert code == 0 and found(findings) == {}
 
 
 def test_a_response_row_written_twice_is_a_request_answered_twice(swept, tmp_path):
     cfg, lake = copy_of(swept, tmp_path)
-    [row] = lake.read("SELECT * EXCLUDE (day) FROM raw_responses WHERE status = 'ok' ORDER BY response_id LIMIT 1")
+    [row] = lake.read("SELECT * FROM raw_responses WHERE status = 'ok' ORDER BY response_id LIMIT 1")
     write_rows(lake, "responses", [row])
     code, findings = check(cfg)
     assert code == 1 and found(findings) == {"answered_twice": 1}
@@ -95,7 +101,7 @@ def test_a_response_row_written_twice_is_a_request_answered_twice(swept, tmp_pat
 
 def test_a_second_answer_to_an_answered_request_is_a_request_answered_twice(swept, tmp_path):
     cfg, lake = copy_of(swept, tmp_path)
-    [row] = lake.read("SELECT * EXCLUDE (day) FROM raw_responses WHERE status = 'ok' ORDER BY response_id LIMIT 1")
+    [row] = lake.read("SELECT * FROM raw_responses WHERE status = 'ok' ORDER BY response_id LIMIT 1")
     write_rows(lake, "responses", [{**row, "response_id": "paid-again", "run_id": "another-run"}])
     code, findings = check(cfg)
     assert code == 1 and found(findings) == {"answered_twice": 1}
@@ -104,7 +110,7 @@ def test_a_second_answer_to_an_answered_request_is_a_request_answered_twice(swep
 
 def test_a_response_whose_request_is_missing_is_named(swept, tmp_path):
     cfg, lake = copy_of(swept, tmp_path)
-    [row] = lake.read("SELECT * EXCLUDE (day) FROM raw_responses ORDER BY response_id LIMIT 1")
+    [row] = lake.read("SELECT * FROM raw_responses ORDER BY response_id LIMIT 1")
     write_rows(lake, "responses", [{**row, "response_id": "orphan", "request_id": "f" * 64}])
     code, findings = check(cfg)
     assert code == 1 and found(findings) == {"response_without_request": 1}
@@ -113,7 +119,7 @@ def test_a_response_whose_request_is_missing_is_named(swept, tmp_path):
 
 def test_a_request_edited_after_it_was_written_no_longer_matches_its_id(swept, tmp_path):
     cfg, lake = copy_of(swept, tmp_path)
-    [row] = lake.read("SELECT * EXCLUDE (day) FROM raw_requests ORDER BY request_id LIMIT 1")
+    [row] = lake.read("SELECT * FROM raw_requests ORDER BY request_id LIMIT 1")
     messages = json.loads(row["messages"])
     messages[-1]["content"] += " (edited)"
     write_rows(lake, "requests", [{**row, "run_id": "a-later-run", "messages": json.dumps(messages)}])
@@ -125,7 +131,7 @@ def test_a_request_edited_after_it_was_written_no_longer_matches_its_id(swept, t
 
 def test_an_item_edited_after_it_was_written_no_longer_matches_its_id(swept, tmp_path):
     cfg, lake = copy_of(swept, tmp_path)
-    [row] = lake.read("SELECT * EXCLUDE (day) FROM raw_items ORDER BY item_id LIMIT 1")
+    [row] = lake.read("SELECT * FROM raw_items ORDER BY item_id LIMIT 1")
     write_rows(lake, "items", [{**row, "gold": row["gold"] + "1"}])
     code, findings = check(cfg)
     assert code == 1 and found(findings) == {"item_id_mismatch": 1}
@@ -134,8 +140,8 @@ def test_an_item_edited_after_it_was_written_no_longer_matches_its_id(swept, tmp
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
 def test_an_unreadable_data_file_is_named_and_the_checks_it_stops_say_so(swept, tmp_path, damage):
-    cfg, _ = copy_of(swept, tmp_path)
-    [target] = [p for p in (tmp_path / "wh" / "lake" / "responses").rglob("part-*.parquet")][:1]
+    cfg, lake = copy_of(swept, tmp_path)
+    [target] = [Path(p) for p in data_files(lake) if "/main/responses/" in p][:1]
     data = target.read_bytes()
     target.write_bytes(b"not parquet at all " * 64 if damage == "garbage" else data[: len(data) // 2])
     code, findings = check(cfg)
@@ -161,7 +167,7 @@ def test_imported_inspect_logs_and_lm_eval_samples_check_clean(tmp_path):
 
 def test_a_run_left_running_by_a_dead_process_is_a_warning_not_damage(swept, tmp_path):
     cfg, lake = copy_of(swept, tmp_path)
-    [run] = lake.read("SELECT * EXCLUDE (day) FROM raw_runs WHERE status = 'completed'")
+    [run] = lake.read("SELECT * FROM raw_runs WHERE status = 'completed'")
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(ended.stdout)
     write_rows(lake, "runs", [{**run, "run_id": "killed-run", "status": "running", "host": this_host(), "pid": pid}])

@@ -88,3 +88,15 @@ def test_sql_at_what_names_no_snapshot_is_bad_input(tmp_path):
     result = run_cli("sql", "--config", str(cfg), "--at", "no-such-run", "SELECT count(*) AS n FROM responses")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "error: --at no-such-run: " in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sql_at_a_run_answers_as_the_lake_was_when_it_ended(tmp_path):
+    cfg = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
+    lake = Lake(str(tmp_path / "wh" / "lake"))
+    write_rows(lake, "responses", responses("r1a", "r1"))
+    write_rows(lake, "responses", responses("r2", "r2"))
+    count = "SELECT count(*) AS n, count(DISTINCT run_id) AS runs FROM responses"
+    for at, expected in [("r1", "100,1"), ("r2", "200,2"), (None, "200,2")]:
+        result = run_cli("sql", "--config", str(cfg), *(["--at", at] if at else []), "--format", "csv", count)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout.split() == ["n,runs", expected]

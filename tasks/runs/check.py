@@ -22,11 +22,10 @@ from typing import Any, Callable, Iterator
 
 import duckdb
 import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from tasks.items.generate import item_from_row
 from tasks.lake.lake import Lake
+from tasks.lake.schemas import SCHEMAS
 from tasks.models.call import request_from_row
 from tasks.records import Item
 from tasks.runs import progress
@@ -87,25 +86,28 @@ class Report:
 # --- the data files -----------------------------------------------------------------------------
 
 def data_files(lake: Lake) -> list[str]:
-    """Every data file of the lake, as paths in ``lake.filesystem()``: the Parquet files under its
-    folder (what the views read; a file still being written has no ``.parquet`` name yet)."""
-    fs, root = lake.filesystem()
-    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-    return sorted(i.path for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".parquet"))
+    """Every data file of the lake's tables, as DuckLake lists them (``ducklake_list_files``): a
+    local path or an object-store URL. Rows inlined in the catalog have no file."""
+    with lake.connect("") as con:
+        if lake.absent_tables(con) == frozenset(SCHEMAS):  # nothing written yet
+            return []
+        tables = sorted(set(SCHEMAS) - lake.absent_tables(con))
+        return sorted(path for table in tables for (path,) in con.execute(
+            "SELECT data_file FROM ducklake_list_files('lake', ?)", [table]).fetchall())
 
 
 def unreadable_files(lake: Lake, paths: list[str]) -> list[dict[str, Any]]:
     """The files among ``paths`` that do not read to the end (footer, then every row group), each
-    with the first line of its error."""
-    fs, _ = lake.filesystem()
+    with the first line of its error. Read through the lake's connection, so an object-store
+    lake's files are read with its credentials."""
     bad = []
-    with progress.stage("check: data files", len(paths)) as advance:
+    with progress.stage("check: data files", len(paths)) as advance, lake.connect("") as con:
         for path in paths:
             try:
-                with fs.open_input_file(path) as f:
-                    for _ in pq.ParquetFile(f).iter_batches():  # a batch at a time: large files stay out of memory
-                        pass
-            except (OSError, pa.ArrowException) as exc:
+                reader = con.execute("SELECT * FROM read_parquet(?)", [path]).to_arrow_reader(10_000)
+                for _ in reader:  # a batch at a time: large files stay out of memory
+                    pass
+            except (duckdb.Error, OSError, pa.ArrowException) as exc:
                 bad.append({"file": path, "error": str(exc).splitlines()[0]})
             advance(1)
     return bad
