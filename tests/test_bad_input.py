@@ -86,7 +86,7 @@ CASES = [
     ("runs-bad-format", "runs -c {cfg} --format xml", "--format xml: expected table, csv or json"),
     ("runs-bad-limit", "runs -c {cfg} --limit 0", "--limit"),
     ("sql-bad-format", "sql 'SELECT 1' -c {cfg} --format yaml", "--format yaml: expected table, csv or json"),
-    ("compact-bad-date", "compact -c {cfg} --before yesterday", "--before yesterday: expected a date"),
+    ("compact-bad-days", "compact -c {cfg} --expire-days soon", "Invalid value for '--expire-days'"),
     ("unknown-command", "frobnicate", "No such command 'frobnicate'"),
     ("unknown-option", "runs --colour -c {cfg}", "No such option: --colour"),
 ]

@@ -318,9 +318,9 @@ def test_views_work_on_an_empty_lake(tmp_path):
 
 def test_a_connection_for_one_view_creates_what_it_reads_and_no_more(tmp_path):
     """lake.connect(sql) creates the closure of the names sql reads: each view then answers as
-    on a connection with every view, and a view it does not read is not created. A read-only
-    lake's connections are each their own; a local lake's share one DuckDB, which creates a view
-    when a connection first reads it."""
+    on a connection with every view, and a view it does not read is not created. A lake's
+    connections share one DuckDB per process, which creates a view when a connection first reads
+    it: the last check opens lakes no connection read before."""
     Lake(str(tmp_path / "lake")).ensure()
     lake = Lake(str(tmp_path / "lake"), read_only=True)
     full = lake.connect()
@@ -334,7 +334,7 @@ def test_a_connection_for_one_view_creates_what_it_reads_and_no_more(tmp_path):
                 con.close()
     finally:
         full.close()
-    for lake in (lake, Lake(str(tmp_path / "shared"))):
+    for lake in (Lake(str(tmp_path / "never written"), read_only=True), Lake(str(tmp_path / "shared"))):
         con = lake.connect("SELECT * FROM runs")
         try:
             created = {r["view_name"] for r in query(con, "SELECT view_name FROM duckdb_views() WHERE NOT internal")}

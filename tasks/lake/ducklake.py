@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import json
 import random
+import re
 import time
 from typing import Callable, TypeVar
 
@@ -27,15 +28,24 @@ ALIAS = "lake"
 T = TypeVar("T")
 
 
-def _retrying(work: Callable[[], T], attempts: int = 20) -> T:
+# How DuckDB reports a data file that the catalog listed when the work began but that is gone when
+# it is read: a compaction merged it (DuckLake deletes a replaced file at once, as the merged file
+# keeps its rows' snapshots) and the work, planned before, never commits; run again, it plans on
+# the merged file. Measured: a second compaction on S3 failed with 404 this way.
+VANISHED = re.compile(r"No such file|No files found|Cannot open file|HTTP 404|NoSuchKey|NO_SUCH_KEY")
+
+
+def retrying(work: Callable[[], T], attempts: int = 20) -> T:
     """``work()``, run again with jittered backoff while it fails for a reason that passes: a
-    conflict DuckLake did not resolve itself, or a SQLite catalog that another process holds
-    (``database is locked``: its writers, a compaction, another process attaching it)."""
+    conflict DuckLake did not resolve itself, a SQLite catalog that another process holds
+    (``database is locked``: its writers, a compaction, another process attaching it), or a data
+    file a compaction replaced meanwhile (:data:`VANISHED`)."""
     for attempt in range(attempts):
         try:
             return work()
         except duckdb.Error as exc:
-            passing = isinstance(exc, duckdb.TransactionException) or "database is locked" in str(exc)
+            passing = (isinstance(exc, duckdb.TransactionException) or "database is locked" in str(exc)
+                       or bool(VANISHED.search(str(exc))))
             if not passing or attempt == attempts - 1:
                 raise
             time.sleep(min(2.0, 0.05 * 2 ** attempt) * random.random())
@@ -67,7 +77,7 @@ def create_tables(con: duckdb.DuckDBPyConnection) -> None:
         if ddl:
             _in_transaction(con, ddl)
 
-    _retrying(create)
+    retrying(create)
 
 
 def _in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
@@ -103,7 +113,7 @@ def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message:
             con.unregister("invarbench_chunk")
         return snapshot(con)
 
-    return _retrying(append, attempts)
+    return retrying(append, attempts)
 
 
 def snapshot(con: duckdb.DuckDBPyConnection) -> int:
@@ -119,14 +129,14 @@ def compact(con: duckdb.DuckDBPyConnection, expire_before: dt.datetime | None = 
 
     Safe during writes and beside another compaction: each step is a DuckLake transaction.
     """
-    _retrying(lambda: con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')"))
-    merged = _retrying(lambda: con.execute(f"CALL ducklake_merge_adjacent_files('{ALIAS}')").fetchall())
+    retrying(lambda: con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')"))
+    merged = retrying(lambda: con.execute(f"CALL ducklake_merge_adjacent_files('{ALIAS}')").fetchall())
     if expire_before is not None:
-        _retrying(lambda: con.execute(f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => ?)", [expire_before]))
-    _retrying(lambda: con.execute(f"CALL ducklake_cleanup_old_files('{ALIAS}', cleanup_all => true)"))
+        retrying(lambda: con.execute(f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => ?)", [expire_before]))
+    retrying(lambda: con.execute(f"CALL ducklake_cleanup_old_files('{ALIAS}', cleanup_all => true)"))
     # A write or merge whose commit failed (and was retried) leaves its file in no snapshot; one
     # younger than an hour may still belong to a transaction in flight, so it waits for the next.
-    _retrying(lambda: con.execute(
+    retrying(lambda: con.execute(
         f"CALL ducklake_delete_orphaned_files('{ALIAS}', older_than => now() - INTERVAL 1 HOUR)"))
     return sum(int(r[2]) for r in merged)
 

@@ -181,7 +181,7 @@ class Lake:
             Lake(self.location, False, self.limits, self._catalog).ensure()
         self._reach(con)
         try:
-            ducklake._retrying(lambda: con.execute(self._attach_line(read_only, at)))
+            ducklake.retrying(lambda: con.execute(self._attach_line(read_only, at)))
         except duckdb.IOException as exc:
             raise unusable_lake(self.location, exc) from None
 

@@ -8,9 +8,18 @@ from typing import Any, Sequence
 
 import duckdb
 
+from tasks.lake.ducklake import retrying
+
 
 def query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    """Run ``sql`` and return every row as a dict (fetches fully, so the connection is free again)."""
-    cur = con.execute(sql, params or [])
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    """Run ``sql`` and return every row as a dict (fetches fully, so the connection is free again).
+
+    Run again when it meets a passing failure (``tasks.lake.ducklake.retrying``): a data file a
+    compaction replaced after the query listed it, or a busy catalog.
+    """
+    def run() -> list[dict[str, Any]]:
+        cur = con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    return retrying(run)
