@@ -98,7 +98,7 @@ def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message:
 
     The snapshot carries ``message`` and, when given, ``{"run_id": run_id}`` as its extra info,
     which is how a run's snapshots are found (``ducklake_snapshots``). DuckLake retries logical
-    conflicts itself; the rest is retried whole (:func:`_retrying`).
+    conflicts itself; the rest is retried whole (:func:`retrying`).
     """
     extra = json.dumps({"run_id": run_id}) if run_id else None
 

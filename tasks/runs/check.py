@@ -89,9 +89,7 @@ def data_files(lake: Lake) -> list[str]:
     """Every data file of the lake's tables, as DuckLake lists them (``ducklake_list_files``): a
     local path or an object-store URL. Rows inlined in the catalog have no file."""
     with lake.connect("") as con:
-        if lake.absent_tables(con) == frozenset(SCHEMAS):  # nothing written yet
-            return []
-        tables = sorted(set(SCHEMAS) - lake.absent_tables(con))
+        tables = sorted(set(SCHEMAS) - lake.absent_tables(con))  # none before the first write
         return sorted(path for table in tables for (path,) in con.execute(
             "SELECT data_file FROM ducklake_list_files('lake', ?)", [table]).fetchall())
 
