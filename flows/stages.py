@@ -22,6 +22,7 @@ import re
 import threading
 from typing import Any, Callable, Sequence
 
+from tasks import progress
 from tasks.config import Config
 from tasks.errors import ConfigError
 from tasks.items.generate import generate_task, item_row
@@ -32,7 +33,6 @@ from tasks.models.call import CallStats
 from tasks.models.cost import Budget, BudgetExceeded
 from tasks.models.stream import Chunks, ModelStream, run_calls, run_streams
 from tasks.records import step_plan
-from tasks.runs import progress
 from tasks.runs.orchestration import stage_task
 from tasks.scoring.score import StageStats, parse_responses, score_trials
 from tasks.scoring.selection import Selection

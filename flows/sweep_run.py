@@ -27,6 +27,7 @@ from flows.stages import (
     stream_sweep,
     validate_chunk,
 )
+from tasks import progress
 from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
 from tasks.items.features import add_features
@@ -37,7 +38,7 @@ from tasks.models import embedded
 from tasks.models.call import CallStats
 from tasks.models.cost import BudgetExceeded
 from tasks.records import canonical_json
-from tasks.runs import lifecycle, progress, stopping
+from tasks.runs import lifecycle, stopping
 from tasks.runs.orchestration import in_flow_run, run_logger, stage_task
 from tasks.suites.base import GeneratorError
 

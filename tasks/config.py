@@ -4,7 +4,7 @@ Every key has a documented default, so an empty file is a valid configuration. U
 unknown models, unknown suites/tasks/parameters and bad values raise :class:`ConfigError` with a
 message naming the key; the CLI turns that into exit code 2 before anything is written.
 A model's keys are :class:`tasks.models.config.ModelConfig`'s, the warehouse's
-:class:`tasks.lake.config.WarehouseConfig`'s.
+:class:`tasks.lake.config.WarehouseConfig`'s, the sweep's :class:`tasks.runs.config.SweepConfig`'s.
 """
 
 from __future__ import annotations
@@ -18,19 +18,13 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from tasks.errors import ConfigError
 from tasks.lake.config import WarehouseConfig
-from tasks.models.config import BUILTIN_MODELS, ModelConfig, StrictConfig
+from tasks.models.config import BUILTIN_MODELS, ModelConfig
+from tasks.runs.config import SweepConfig
+from tasks.strict_config import StrictConfig, listed_once
 from tasks.suites import get_task, suite_tasks
 from tasks.suites.base import GeneratorError
 
 DEFAULT_CONFIG_FILE = "invarbench.toml"
-
-
-def _listed_once(names: Optional[list[str]]) -> Optional[list[str]]:
-    """Reject a name listed twice: it would run (and store) the same work twice under one id."""
-    repeated = sorted({n for n in names or [] if names.count(n) > 1})
-    if repeated:
-        raise ValueError(f"listed more than once: {', '.join(repeated)}")
-    return names
 
 
 class SuiteConfig(StrictConfig):
@@ -41,7 +35,7 @@ class SuiteConfig(StrictConfig):
                                        "suite, an empty list none")
     params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
-    _tasks_once = field_validator("tasks")(_listed_once)
+    _tasks_once = field_validator("tasks")(listed_once)
 
 
 class PrefectConfig(StrictConfig):
@@ -59,32 +53,6 @@ class PrefectConfig(StrictConfig):
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown timezone {value!r}; use an IANA name such as UTC or Europe/Berlin") from None
         return value
-
-
-class SweepConfig(StrictConfig):
-    """What a sweep runs."""
-
-    models: list[str] = Field(default_factory=lambda: ["local/smollm2", "local/gemma3-270m"])
-    seed: int = 0
-    samples: int = Field(1, ge=1, le=1000, description="repeats per item (sample_idx 0..samples-1)")
-    # Items per chunk (the unit each stage works on); the key keeps the name users' files have.
-    batch_size: int = Field(1000, ge=1, le=100000, description="items per chunk (one Prefect task run per stage)")
-    breaking_threshold: float = Field(0.5, gt=0, lt=1)
-    report: bool = Field(True, description="end each sweep with statistics and the HTML report")
-    bootstrap_resamples: int = Field(1000, ge=10, le=100000, description="resamples of the family bootstrap")
-    datasets: list[str] = Field(default_factory=list, description="ids of stored datasets to run too "
-                                "(from `invarbench import-families`)")
-    max_cost_usd: float = Field(0.0, ge=0, description="budget of one sweep run over all models; 0 means none")
-    claim_lease_s: float = Field(600.0, gt=0, description="how long a claim on a request being sent lasts "
-                                 "unless renewed (a sweep renews its own every third of it)")
-    claim_settle_s: float = Field(1.0, ge=0, description="pause between writing claims and re-reading them, "
-                                  "so two sweeps claiming at once agree on one winner")
-    stop_grace_s: float = Field(5.0, ge=0, le=300, description="once a sweep is asked to stop (a signal, a "
-                                "cancellation in Prefect), how long its calls in flight may take to finish")
-    cancel_poll_s: float = Field(2.0, gt=0, le=60, description="how often a running sweep asks Prefect whether "
-                                 "it was cancelled")
-
-    _names_once = field_validator("models", "datasets")(_listed_once)
 
 
 class Config(StrictConfig):

@@ -21,9 +21,9 @@ from conftest import TEST_CLAIM_SETTLE_S, run_cli, write_config
 from fakes import FakeServer
 from interop_helpers import FIXTURES, exported, invoke
 
+from tasks.check import CHECKS, data_files
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
-from tasks.runs.check import CHECKS, data_files
 from tasks.runs.lifecycle import this_host
 
 CHECK_NAMES = [c.name for c in CHECKS]

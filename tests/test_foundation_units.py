@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import fields
 
 import pytest
-
 from conftest import REPO, run_cli
+
 from tasks.config import load_config
 from tasks.errors import ConfigError
-from tasks.items.features import surface_features
+from tasks.items.features import SurfaceFeatures, surface_features
 from tasks.items.generate import generate_task
 from tasks.lake.lake import Lake
+from tasks.lake.schemas import FEATURE_NAMES, SCHEMAS
 from tasks.lake.views import query
 from tasks.lake.writes import write_rows
 from tasks.models.call import StepUnavailable, fill_template
@@ -155,6 +157,11 @@ def test_surface_features_count_what_they_say():
     assert f.n_numbers == 2 and f.n_operators == 2 and f.n_points == 3
     assert f.n_symbols == 6 and abs(f.symbol_density - 6 / 46) < 1e-12
     assert f.n_tokens > 5
+
+
+def test_every_surface_feature_has_its_column_in_the_items_table():
+    assert tuple(f.name for f in fields(SurfaceFeatures)) == FEATURE_NAMES
+    assert set(FEATURE_NAMES) <= set(SCHEMAS["items"].names)
 
 
 def test_write_rows_is_readable_and_rejects_unknown_columns(tmp_path):

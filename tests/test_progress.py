@@ -1,4 +1,4 @@
-"""Progress bars (flows/cli/progress_bars.py RichListener over tasks.runs.progress): every stage is shown while it
+"""Progress bars (flows/cli/progress_bars.py RichListener over tasks.progress): every stage is shown while it
 runs, and the display stays bounded however many stages a long sweep has."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from flows.cli.progress_bars import RichListener
-from tasks.runs import progress
+from tasks import progress
 
 
 def test_finished_stages_beyond_a_few_leave_the_display_and_running_ones_stay():

@@ -1,4 +1,4 @@
-"""The ``check`` command: verify the lake (``tasks.runs.check``) and list what it found."""
+"""The ``check`` command: verify the lake (``tasks.check``) and list what it found."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def check(config: Optional[Path] = ConfigOpt,
 
     Exit code 0 when clean (warnings allowed), 1 on damage, 2 on a bad configuration. Reads only.
     """
+    from tasks.check import check_lake
     from tasks.lake.lake import Lake
-    from tasks.runs.check import check_lake
 
     cfg = load(config, suites=False)
     lake = Lake.of(cfg, read_only=True)

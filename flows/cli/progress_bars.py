@@ -1,4 +1,4 @@
-"""Progress bars on the terminal, fed by the stages through ``tasks.runs.progress``."""
+"""Progress bars on the terminal, fed by the stages through ``tasks.progress``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from rich.progress import (
 from rich.text import Text
 
 from flows.cli.application import err
-from tasks.runs import progress
+from tasks import progress
 
 
 class RichListener:
@@ -63,7 +63,7 @@ class RateColumn(ProgressColumn):
 
 @contextlib.contextmanager
 def progress_bars() -> Iterator[None]:
-    """Show the progress of long stages (tasks.runs.progress) as bars on stderr while the block runs."""
+    """Show the progress of long stages (tasks.progress) as bars on stderr while the block runs."""
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
     progress.set_listener(RichListener(bar))

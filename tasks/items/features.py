@@ -25,17 +25,6 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-FEATURE_NAMES = (
-    "n_chars",
-    "n_words",
-    "n_tokens",
-    "n_symbols",
-    "symbol_density",
-    "n_numbers",
-    "n_operators",
-    "n_points",
-)
-
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _OPERATOR = re.compile(r"[+\-*/=^·×÷√]|\b(?:dot|cross)\b")
 _POINT_WORD = re.compile(r"\b([A-Z]{1,4})\b(?!\s+[a-z])|\b([A-Z]{2,4})\b")

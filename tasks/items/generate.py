@@ -67,7 +67,7 @@ _PLAIN_FIELDS = tuple(f.name for f in fields(Item) if f.name not in ("messages",
 
 def item_from_row(row: dict[str, Any]) -> Item:
     """The item a lake row written by :func:`item_row` stores (its inverse), so that the row's
-    ``item_id`` can be checked against its content (``tasks.runs.check``)."""
+    ``item_id`` can be checked against its content (``tasks.check``)."""
     return Item(**{name: row[name] for name in _PLAIN_FIELDS},
                 messages=tuple((m["role"], m["content"]) for m in json.loads(row["messages"])),
                 steps=tuple(Step(**s) for s in json.loads(row["steps"])), params=json.loads(row["params"]))

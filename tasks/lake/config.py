@@ -6,10 +6,12 @@ naming the key)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Protocol
 
 from pydantic import Field, field_validator, model_validator
 
-from tasks.models.config import StrictConfig
+from tasks.strict_config import StrictConfig
 
 # A share of the memory DuckDB sees (the machine's, or the container's limit), as DuckDB's own
 # default is: a lake that gave its marts before gives them still, and what does not fit spills to
@@ -101,3 +103,20 @@ class WarehouseConfig(StrictConfig):
             if getattr(self, key) and not self.lake.startswith("s3://"):
                 raise ValueError(f"{key} applies to an s3:// lake only, but lake is {self.lake or 'local'!r}")
         return self
+
+
+class WarehouseSettings(Protocol):
+    """What the lake and the catalog read of the whole configuration (:class:`tasks.config.Config`
+    gives it; the configuration sits above the lake and gathers every section, so the lake names
+    only what it reads)."""
+
+    warehouse: WarehouseConfig
+
+    @property
+    def lake_path(self) -> str: ...
+
+    @property
+    def lake_catalog(self) -> str | None: ...
+
+    @property
+    def catalog_path(self) -> Path: ...

@@ -13,22 +13,20 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar, Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
 
+from tasks import progress
 from tasks.errors import LakeError
 from tasks.lake import ducklake
+from tasks.lake.config import WarehouseSettings
 from tasks.lake.engine import Limits, connect, load_sql, sql_literal
 from tasks.lake.location import is_url, lake_root, s3_secret_sql, unusable_lake
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.sql import _lake_sql, _needed, _sql_statements
 from tasks.lake.views import query
-from tasks.runs import progress
-
-if TYPE_CHECKING:
-    from tasks.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +81,7 @@ class Lake:
             return lake
 
     @classmethod
-    def of(cls, cfg: Config, read_only: bool = False) -> Lake:
+    def of(cls, cfg: WarehouseSettings, read_only: bool = False) -> Lake:
         """The lake a configuration names, with its ``[warehouse] catalog`` (``Config.lake_catalog``)
         and within its ``[warehouse]`` limits."""
         return cls(cfg.lake_path, read_only, Limits.of(cfg.warehouse), cfg.lake_catalog)

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tasks.items.features import FEATURE_NAMES
-
 _str = pa.string()
 _int = pa.int64()
 _f = pa.float64()
 _ts = pa.timestamp("us", tz="UTC")
+
+# The surface features each item row carries (tasks.items.features.SurfaceFeatures, one column each).
+FEATURE_NAMES = (
+    "n_chars",
+    "n_words",
+    "n_tokens",
+    "n_symbols",
+    "symbol_density",
+    "n_numbers",
+    "n_operators",
+    "n_points",
+)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "items": pa.schema(

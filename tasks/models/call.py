@@ -156,7 +156,7 @@ def request_row(run_id: str, req: Request, step_index: int) -> dict[str, Any]:
 
 def request_from_row(row: dict[str, Any]) -> Request:
     """The request a lake row written by :func:`request_row` records (its inverse), so that the
-    row's ``request_id`` can be checked against its content (``tasks.runs.check``)."""
+    row's ``request_id`` can be checked against its content (``tasks.check``)."""
     return Request(trial_id=row["trial_id"], item_id=row["item_id"], model=row["model"], step=row["step"],
                    route=Route(row["provider"], row["route_model"], row["api_base"]),
                    messages=tuple((m["role"], m["content"]) for m in json.loads(row["messages"])),

@@ -1,21 +1,13 @@
 """A model's configuration (the ``models`` keys of ``invarbench.toml``): its litellm route,
-sampling parameters, limits, prices and budget, and the built-in embedded models.
-
-:class:`StrictConfig`, the base of every section of the configuration file, is here because
-:mod:`tasks.config` builds its sections on this module (never the other way round).
-"""
+sampling parameters, limits, prices and budget, and the built-in embedded models."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-
-class StrictConfig(BaseModel):
-    """A section of the configuration file: unknown keys are errors, values frozen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from tasks.strict_config import StrictConfig
 
 
 class ModelConfig(StrictConfig):

@@ -25,7 +25,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
-from tasks.config import SweepConfig
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models import embedded
@@ -45,6 +44,7 @@ from tasks.models.cost import Budget, estimate_cost
 from tasks.models.routes import Caller, route_for
 from tasks.records import Request, Response, step_plan
 from tasks.runs import stopping
+from tasks.runs.config import SweepConfig
 from tasks.runs.lifecycle import mark_stale_crashed
 from tasks.scoring import parse as parsing
 

@@ -36,8 +36,8 @@ from typing import Any, Sequence
 
 import duckdb
 
-from tasks.config import Config
 from tasks.lake.catalog import build_catalog
+from tasks.lake.config import WarehouseSettings
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.records import canonical_json, now_utc
@@ -100,7 +100,7 @@ def flow_run_id() -> str:
     return str(flow_run.get_id() or "")
 
 
-def rebuild_catalog(cfg: Config) -> Path:
+def rebuild_catalog(cfg: WarehouseSettings) -> Path:
     """Rebuild the catalog after a run; returns its path. A catalog held open elsewhere (a user's
     DuckDB shell) is left as it is with a warning: the lake is complete, and the views only change
     when sql/ does, so the run must not fail for it."""

@@ -10,9 +10,10 @@ Every check reads the lake's views (``Lake.connect`` / ``Lake.read``) but one: w
 file reads, which takes the list of data files (:func:`data_files`, the one place that knows how
 the lake stores them) and opens each (:func:`unreadable_files`).
 
-It lives with the runs, not in ``tasks.lake``: it checks what runs wrote against the pipeline's own
-definitions (request and item ids, the ledger's rule for an answered request, a run whose
-process is gone), which the storage layer beneath them all does not import.
+It is a module of its own above the packages it checks, not in ``tasks.lake``: it checks what
+runs wrote against the pipeline's own definitions (item and request ids, the ledger's rule for an
+answered request, a run whose process is gone), which the storage layer beneath them all does not
+import.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from typing import Any, Callable, Iterator
 import duckdb
 import pyarrow as pa
 
+from tasks import progress
 from tasks.items.generate import item_from_row
 from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMAS
 from tasks.models.call import request_from_row
 from tasks.records import Item
-from tasks.runs import progress
 from tasks.runs.lifecycle import stale_runs
 
 DAMAGE, WARNING = "damage", "warning"
