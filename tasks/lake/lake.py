@@ -94,7 +94,8 @@ class Lake:
         self._reader: tuple[duckdb.DuckDBPyConnection, dict[int, frozenset[str]], bool] | None = None
         self._reader_lock = threading.Lock()
         # One commit at a time per process: SQLite takes one writer, and a process's own commits
-        # would otherwise meet as "database is locked" and back off against each other.
+        # would otherwise meet as "database is locked" and back off against each other; and a
+        # commit's snapshot id is read as this DuckDB's last commit (ducklake.commit).
         self._commit_lock = threading.Lock()
 
     def __reduce__(self) -> tuple[type, tuple[str, bool, Limits, str | None]]:
@@ -327,5 +328,7 @@ class Lake:
     def compact(self, expire_before: dt.datetime | None = None) -> int:
         """DuckLake's maintenance on the lake, expiring the snapshots older than ``expire_before``
         (``tasks.lake.ducklake.compact``); returns how many files were merged."""
-        with self.connect("") as con:
+        # Under the commit lock: its commits would otherwise come between a commit and the
+        # reading of that commit's snapshot id (ducklake.commit).
+        with self._commit_lock, self.connect("") as con:
             return ducklake.compact(con, expire_before)
