@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from conftest import REPO
+from tasks.lake import ducklake
 from tasks.lake.lake import PRE_DUCKLAKE, Lake
 from tasks.lake.views import query
 from tasks.lake.writes import write_rows
@@ -66,3 +67,33 @@ def test_a_runs_commits_carry_its_id_and_the_lake_reads_as_of_a_snapshot(tmp_pat
     with lake.connect("runs", at=first) as con:
         assert query(con, "SELECT run_id FROM runs") == [{"run_id": "r1"}]
     assert {r["run_id"] for r in lake.read("SELECT run_id FROM runs")} == {"r1", "r2"}
+
+
+
+
+def test_a_commit_returns_its_own_snapshot_when_another_writer_commits_right_after(tmp_path, monkeypatch):
+    mine = Lake(str(tmp_path / "lake"))
+    # Another writer: a Lake of its own (the catalog spelt out) is another DuckDB, as in another process.
+    other = Lake(mine.location, catalog=mine.catalog)
+    assert other is not mine
+    transaction = ducklake._in_transaction
+    returned: dict[str, list[int]] = {"mine": [], "other": []}
+
+    inside_the_others = []
+
+    def then_the_other_commits(con, statements):
+        transaction(con, statements)
+        if not inside_the_others:  # my commit: the other writer commits before my snapshot id is read
+            inside_the_others.append(True)
+            returned["other"].append(write_rows(other, "responses", [{"response_id": f"o{len(returned['other'])}",
+                                                                       "run_id": "other"}]))
+            inside_the_others.clear()
+
+    other.ensure()
+    monkeypatch.setattr(ducklake, "_in_transaction", then_the_other_commits)
+    for i in range(3):
+        returned["mine"].append(write_rows(mine, "responses", [{"response_id": f"m{i}", "run_id": "mine"}]))
+    marks = {r["snapshot_id"]: json.loads(r["commit_extra_info"])["run_id"] for r in mine.read(
+        "SELECT snapshot_id, commit_extra_info FROM ducklake_snapshots('lake') WHERE commit_extra_info IS NOT NULL")}
+    assert {who: [marks[s] for s in ids] for who, ids in returned.items()} == {"mine": ["mine"] * 3,
+                                                                               "other": ["other"] * 3}

@@ -79,19 +79,36 @@ def test_dispatch_without_a_server_is_refused(tmp_path, monkeypatch):
 
 def run_and_wait(ops: Ops, deployment: str, parameters: dict):
     """Trigger a deployment run and wait until it is final; returns the flow run."""
+    return wait_for(ops, start_run(ops, deployment, parameters))
+
+
+def start_run(ops: Ops, deployment: str, parameters: dict):
+    """Trigger a deployment run; returns the flow run, scheduled."""
     with ops.settings(), ops.client() as client:
-        dep = client.read_deployment_by_name(deployment)
-        run = client.create_flow_run_from_deployment(dep.id, parameters=parameters)
+        return client.create_flow_run_from_deployment(client.read_deployment_by_name(deployment).id,
+                                                      parameters=parameters)
+
+
+def wait_for(ops: Ops, run):
+    """Wait until the flow run is final and check that it completed; returns it."""
+    with ops.settings(), ops.client() as client:
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while True:
             run = client.read_flow_run(run.id)
             if run.state.is_final():
                 break
             if time.monotonic() > deadline:
-                pytest.fail(f"{deployment} run not final after {RUN_TIMEOUT_S} s:\n" + worker_logs(ops))
+                pytest.fail(f"flow run {run.name} not final after {RUN_TIMEOUT_S} s:\n" + worker_logs(ops))
             time.sleep(1)
         assert run.state.is_completed(), f"{run.state}\n" + worker_logs(ops)
         return run
+
+
+def with_warehouse_keys(cfg: Path, keys: dict[str, str]) -> None:
+    """Add ``keys`` to the ``[warehouse]`` section of the configuration file ``cfg``."""
+    text = cfg.read_text(encoding="utf-8")
+    extra = "".join(f'{k} = "{v}"\n' for k, v in keys.items())
+    cfg.write_text(text.replace("[warehouse]\n", "[warehouse]\n" + extra, 1), encoding="utf-8")
 
 
 def lake_query(warehouse: Path, sql: str, params=None):
@@ -244,9 +261,7 @@ def test_two_workers_share_a_dispatched_sweep_on_one_bucket_under_one_global_lim
     with FakeServer(state) as fake:
         cfg = fake_model_config(tmp_path, fake.api_base, name="shared-fake", n_max=60,
                                 model_extra={"concurrency": 16}, sweep_extra={"batch_size": 3})
-        text = cfg.read_text(encoding="utf-8")
-        extra = "".join(f'{k} = "{v}"\n' for k, v in s3.lake_config("dispatched/lake").items())
-        cfg.write_text(text.replace("[warehouse]\n", "[warehouse]\n" + extra, 1), encoding="utf-8")
+        with_warehouse_keys(cfg, s3.lake_config("dispatched/lake"))
         run = run_and_wait(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
     children = child_runs(ops, run.id)
     assert len(children) == 4 and all(c.state.is_completed() for c in children)

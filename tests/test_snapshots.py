@@ -11,7 +11,6 @@ import pytest
 
 from conftest import run_cli, write_config
 from tasks.errors import ConfigError
-from tasks.lake.ducklake import snapshot
 from tasks.lake.lake import Lake
 from tasks.lake.snapshots import resolve_snapshot
 from tasks.lake.views import query
@@ -60,7 +59,7 @@ def test_a_run_a_snapshot_id_and_a_time_each_answer_as_then(lake):
 
 def test_what_names_no_snapshot_is_refused_with_the_reason(lake):
     lake, con, end_of_r1, _ = lake
-    latest = snapshot(con)
+    latest = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchone()[0]
     for at, reason in [
         (str(latest + 1), f"no snapshot {latest + 1}: the latest is {latest}"),
         ("1999-01-01", "1999-01-01T00:00:00+00:00 is before the first snapshot kept (0, at "),

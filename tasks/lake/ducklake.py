@@ -94,11 +94,15 @@ def _in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -> No
 
 def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message: str = "",
            run_id: str | None = None, attempts: int = 20) -> int:
-    """Append ``chunk`` to ``table`` in one transaction (one snapshot); returns the snapshot id.
+    """Append ``chunk`` to ``table`` in one transaction (one snapshot); returns that snapshot's id.
 
     The snapshot carries ``message`` and, when given, ``{"run_id": run_id}`` as its extra info,
     which is how a run's snapshots are found (``ducklake_snapshots``). DuckLake retries logical
     conflicts itself; the rest is retried whole (:func:`retrying`).
+
+    The id is DuckLake's ``last_committed_snapshot()``: the last commit of this DuckDB database
+    (not the lake's newest, which may be another process's), so no other commit on ``con``'s
+    database may come between (``Lake`` holds its commit lock around this).
     """
     extra = json.dumps({"run_id": run_id}) if run_id else None
 
@@ -111,14 +115,9 @@ def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message:
                 f"extra_info => {sql_literal(extra) if extra else 'NULL'})"])
         finally:
             con.unregister("invarbench_chunk")
-        return snapshot(con)
+        return con.execute(f"SELECT id FROM {ALIAS}.last_committed_snapshot()").fetchone()[0]
 
     return retrying(append, attempts)
-
-
-def snapshot(con: duckdb.DuckDBPyConnection) -> int:
-    """The id of the lake's latest snapshot."""
-    return con.execute(f"SELECT max(snapshot_id) FROM ducklake_snapshots('{ALIAS}')").fetchone()[0]
 
 
 def compact(con: duckdb.DuckDBPyConnection, expire_before: dt.datetime | None = None) -> int:

@@ -88,11 +88,12 @@ class Lake:
 
     def _open(self, location: str, read_only: bool, limits: Limits, catalog: str | None) -> None:
         self.location, self.read_only, self.limits, self._catalog = location, read_only, limits, catalog
-        # the shared reader, the absent tables each view was created for, whether the catalog existed
+        # the shared reader, the absent tables each view was created for, whether the lake is attached to it
         self._reader: tuple[duckdb.DuckDBPyConnection, dict[int, frozenset[str]], bool] | None = None
         self._reader_lock = threading.Lock()
         # One commit at a time per process: SQLite takes one writer, and a process's own commits
-        # would otherwise meet as "database is locked" and back off against each other.
+        # would otherwise meet as "database is locked" and back off against each other; and a
+        # commit's snapshot id is read as this DuckDB's last commit (ducklake.commit).
         self._commit_lock = threading.Lock()
 
     def __reduce__(self) -> tuple[type, tuple[str, bool, Limits, str | None]]:
@@ -182,10 +183,19 @@ class Lake:
             ducklake.retrying(lambda: con.execute(self._attach_line(read_only, at)))
         except duckdb.IOException as exc:
             raise unusable_lake(self.location, exc) from None
+        except duckdb.InvalidInputException as exc:
+            # A reader of a PostgreSQL catalog that no writer has created yet (has_catalog cannot
+            # tell): it reads every table as empty, as a reader of a missing SQLite catalog does.
+            if "creating a new DuckLake is explicitly disabled" not in str(exc):
+                raise
+
+    @staticmethod
+    def _attached(con: duckdb.DuckDBPyConnection) -> bool:
+        return ducklake.ALIAS in {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
 
     def absent_tables(self, con: duckdb.DuckDBPyConnection | None = None) -> frozenset[str]:
         """The tables the lake attached to ``con`` lacks (every table when it has no catalog)."""
-        if con is None or ducklake.ALIAS not in {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}:
+        if con is None or not self._attached(con):
             return frozenset(SCHEMAS)
         return frozenset(SCHEMAS) - set(ducklake.lake_tables(con))
 
@@ -226,12 +236,13 @@ class Lake:
         with self._reader_lock:
             if self._reader is None or self._reader[2] != self.has_catalog():
                 # made when first used, or again when the catalog appeared or was removed since
+                # (a reader of a PostgreSQL catalog not created yet tries again at each use)
                 con = connect(limits=self.limits)
                 if self.read_only:
                     self.attach(con)
                 else:
                     self._attach_writable(con)
-                self._reader = (con, {}, self.has_catalog())
+                self._reader = (con, {}, self._attached(con))
             con, created, _ = self._reader
             statements = _sql_statements()
             # a read-only lake may gain a table another process creates: its views then read it
@@ -325,5 +336,7 @@ class Lake:
     def compact(self, expire_before: dt.datetime | None = None) -> int:
         """DuckLake's maintenance on the lake, expiring the snapshots older than ``expire_before``
         (``tasks.lake.ducklake.compact``); returns how many files were merged."""
-        with self.connect("") as con:
+        # Under the commit lock: its commits would otherwise come between a commit and the
+        # reading of that commit's snapshot id (ducklake.commit).
+        with self._commit_lock, self.connect("") as con:
             return ducklake.compact(con, expire_before)
