@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from fakes import FakeProvider, FakeServer
+
 from tasks.environment import apply_defaults
 from tasks.models.config import ModelConfig
 from tasks.models.routes import Caller, RateLimiter, _retry_after
@@ -56,14 +56,17 @@ def test_the_server_receives_what_litellm_sends(temperature):
         assert direct["model"] == "Qwen/Qwen2.5-7B-Instruct" and ("seed" in direct) == (temperature > 0)
 
 
-def test_a_throttled_answer_is_litellms_rate_limit_error_with_its_retry_after():
+@pytest.mark.parametrize("fault,error,retry_after", [("429", "RateLimitError", 1.0),
+                                                      ("500", "InternalServerError", None),
+                                                      ("stall", "Timeout", None)])
+def test_a_failure_is_the_same_litellm_exception_either_way(fault, error, retry_after):
     from tasks.models.llm import litellm
 
     apply_defaults()
-    with FakeServer(FakeProvider(fault=lambda content, attempt: "429")) as server:
-        _, errors = asyncio.run(through_both(ModelConfig(model="openai/x", api_base=server.api_base)))
-    assert [type(e) for e in errors] == [litellm.RateLimitError, litellm.RateLimitError]
-    assert [_retry_after(e) for e in errors] == [1.0, 1.0]
+    with FakeServer(FakeProvider(fault=lambda content, attempt: fault, stall_s=2.0)) as server:
+        _, errors = asyncio.run(through_both(ModelConfig(model="openai/x", api_base=server.api_base, timeout_s=1)))
+    assert [type(e) for e in errors] == [getattr(litellm, error)] * 2
+    assert [_retry_after(e) for e in errors] == [retry_after] * 2
 
 
 def test_only_openai_compatible_servers_go_direct():
