@@ -497,6 +497,7 @@ def fig10_multi_model(ctx: Context) -> list[Figure]:
     before = os.environ.get("BENCH_BEFORE")
     codes = [("this code", ROOT)] + ([("before (" + Path(before).name + ")", Path(before))] if before else [])
     walls: dict[tuple[str, int], list[float]] = {(label, k): [] for label, _ in codes for k in (1, MULTI_MODELS)}
+    cpus: dict[tuple[str, int], list[float]] = {key: [] for key in walls}
     with Loopback(MULTI_LATENCY_S) as server:
         for rep in range(ctx.repeats):
             for c, (label, code) in enumerate(codes):
@@ -506,7 +507,8 @@ def fig10_multi_model(ctx: Context) -> list[Figure]:
                     r = run(cli("sweep", "--config", str(config)), ctx.workdir, cwd=code,
                             extra_env={"PYTHONPATH": str(code)}).check(f"{label} sweep of {k} model(s)")
                     walls[(label, k)].append(r.seconds)
-                    ctx.log(f"  fig10 rep {rep} {label}: {k} model(s) {r.seconds:.1f} s")
+                    cpus[(label, k)].append(r.cpu_s)
+                    ctx.log(f"  fig10 rep {rep} {label}: {k} model(s) {r.seconds:.1f} s, CPU {r.cpu_s:.1f} s")
     items = _items_of(r.stdout, n)
     figures = []
     for label, _ in codes:
@@ -515,8 +517,8 @@ def fig10_multi_model(ctx: Context) -> list[Figure]:
                f"concurrency {MULTI_CONCURRENCY} per model")
         first = label == codes[0][0]
         figures += [
-            Figure(10, f"{label}: one model, wall", "s", one, command=cmd),
-            Figure(10, f"{label}: {MULTI_MODELS} models, wall", "s", four, command=cmd),
+            Figure(10, f"{label}: one model, wall", "s", one, command=cmd, cpu=cpus[(label, 1)]),
+            Figure(10, f"{label}: {MULTI_MODELS} models, wall", "s", four, command=cmd, cpu=cpus[(label, MULTI_MODELS)]),
             Figure(10, f"{label}: {MULTI_MODELS} models / one model", "ratio", [f / o for f, o in zip(four, one)],
                    target="< 1.3" if first else "", bound=("<", 1.3) if first else None),
         ]

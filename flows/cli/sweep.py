@@ -80,7 +80,7 @@ def sweep(
     cfg, collected = check_sweep(config, overrides, select)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     with stopped_cleanly():
-        summary = _run_sweep(config, overrides, select, collected if answered_already(cfg, collected[0]) else None)
+        summary = _run_sweep(config, overrides, select, cfg, collected, answered_already(cfg, collected[0]))
     _print_summary(summary)
 
 
@@ -98,20 +98,36 @@ def stopped_cleanly() -> Iterator[None]:
              "answer received is stored, and the next sweep sends only what has none.", stopping.exit_code())
 
 
+def preload(cfg: Any, rows: list[dict[str, Any]]) -> None:
+    """Import what a sweep with calls to make needs later on its critical path, while Prefect's
+    temporary server boots in its own process (this process would otherwise wait idle): litellm
+    (every model's route, price and errors) and, when the lake lacks some of the items, Great
+    Expectations with its context and the tokenizer of the items' surface features."""
+    from tasks.items import features, validate
+    from tasks.lake.lake import Lake
+    from tasks.lake.writes import stored_item_ids
+    from tasks.models import llm  # noqa: F401
+
+    if len(stored_item_ids(Lake.of(cfg, read_only=True), [r["item_id"] for r in rows])) < len(rows):
+        validate.prepare()
+        features.prepare()
+
+
 def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]],
-               answered: Any) -> dict[str, Any]:
-    """The sweep, as the ``sweep`` flow; or, given the ``answered`` items of a sweep whose every
-    answer is in the ledger, without Prefect: neither its import nor its temporary server (most
-    of such a sweep's time), and no flow run (docs/operations.md)."""
-    if answered is None:
+               cfg: Any, collected: Any, answered: bool) -> dict[str, Any]:
+    """The sweep, as the ``sweep`` flow; or, when every answer is in the ledger (``answered``),
+    without Prefect: neither its import nor its temporary server (most of such a sweep's time),
+    and no flow run (docs/operations.md)."""
+    if not answered:
         server_up = start_prefect_server()
         from flows.sweep import sweep as run  # imported while the server boots
 
+        preload(cfg, collected[0])
         server_up()
     else:
         from flows.sweep_run import perform_sweep
 
-        run = functools.partial(perform_sweep, collected=answered)
+        run = functools.partial(perform_sweep, collected=collected)
     from tasks.items.validate import ValidationFailed
     from tasks.models import embedded
     from tasks.models.cost import BudgetExceeded

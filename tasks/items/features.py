@@ -61,6 +61,11 @@ def _encoding():
     return tiktoken.get_encoding("cl100k_base")
 
 
+def prepare() -> None:
+    """Load the tokenizer now, not at the first item row that needs it (see validate.prepare)."""
+    _encoding()
+
+
 def surface_features(text: str) -> SurfaceFeatures:
     """Compute the surface features of ``text``."""
     n_chars = len(text)

@@ -77,6 +77,12 @@ def _context():
     return context
 
 
+def prepare() -> None:
+    """Import Great Expectations and make its context now, not at the first validation (a sweep
+    does it while Prefect's temporary server boots in its own process)."""
+    _context()
+
+
 def _item_expectations() -> list[Any]:
     import great_expectations as gx
 

@@ -24,6 +24,7 @@ from typing import Any, Awaitable, Callable
 from tasks.models import embedded, embedded_worker, limits
 from tasks.models.config import ModelConfig
 from tasks.models.cost import prompt_token_estimate, response_cost
+from tasks.models.direct import DirectClient, direct_client
 from tasks.models.pricing import Price, price
 from tasks.records import Request, Response, Route, now_utc
 
@@ -276,17 +277,32 @@ class Caller:
             body["model"] = self.cfg.model.split("/", 1)[1] if "/" in self.cfg.model else self.cfg.model
         return body
 
+    @functools.cached_property
+    def direct(self) -> DirectClient | None:
+        """The model's client kept open when litellm routes it to an OpenAI-compatible server
+        (:mod:`tasks.models.direct`), else None; made on first use, in the event loop that sends."""
+        return direct_client(self.cfg, self.server(self.api_key()))
+
+    async def close(self) -> None:
+        """Close what the caller keeps open (the direct client's connections)."""
+        if self.__dict__.get("direct") is not None:
+            await self.direct.close()
+
     async def _once(self, request: Request, api_key: str | None) -> Any:
         from tasks.models.llm import litellm
 
         if self.cfg.provider == "local":
             embedded.register()
-        kwargs: dict[str, Any] = dict(self.body(request), model=self.cfg.model, timeout=self.cfg.timeout_s,
-                                      num_retries=0, max_retries=0, **self.server(api_key))
-        tokens = estimate_tokens(kwargs["messages"], self.cfg.max_tokens)
-        return await self.limiter.run(
-            tokens, lambda: asyncio.wait_for(litellm.acompletion(**kwargs), timeout=self.cfg.timeout_s + 5)
-        )
+        body = self.body(request)
+        tokens = estimate_tokens(body["messages"], self.cfg.max_tokens)
+        direct = self.direct
+        if direct is not None:
+            send: Callable[[], Awaitable[Any]] = lambda: direct.complete(body)  # noqa: E731
+        else:
+            kwargs: dict[str, Any] = dict(body, model=self.cfg.model, timeout=self.cfg.timeout_s, num_retries=0, max_retries=0,
+                                          **self.server(api_key))
+            send = lambda: litellm.acompletion(**kwargs)  # noqa: E731
+        return await self.limiter.run(tokens, lambda: asyncio.wait_for(send(), timeout=self.cfg.timeout_s + 5))
 
     async def call(self, request: Request) -> Response:
         """Send one request with retries; always returns a Response (``ok`` or ``error``)."""

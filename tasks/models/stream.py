@@ -162,6 +162,7 @@ class ModelStream:
                 h.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
             await self.writer.drain()
+            await self.caller.close()
         if self.budget.stopped:
             self.stats.budget = (f"{self.budget.stopped}; {self.stats.unsent} request(s) of {self.name} not sent: "
                                  "everything answered is kept, and a sweep with a higher budget sends only what is missing")
