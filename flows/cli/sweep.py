@@ -103,39 +103,44 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
     """The sweep, as the ``sweep`` flow; or, given the ``answered`` items of a sweep whose every
     answer is in the ledger, without Prefect: neither its import nor its temporary server (most
     of such a sweep's time), and no flow run (docs/operations.md)."""
-    if answered is None:
-        server_up = start_prefect_server()
-        from flows.sweep import sweep as run  # imported while the server boots
+    # Start-up (seconds of imports and the server's boot) has nothing in flight: a signal ends it at once.
+    with stopping.interruptible():
+        if answered is None:
+            server_up = start_prefect_server()
+            from flows.sweep import sweep as run  # imported while the server boots
 
-        server_up()
-    else:
-        from flows.sweep_run import perform_sweep
+            server_up()
+        else:
+            from flows.sweep_run import perform_sweep
 
-        run = functools.partial(perform_sweep, collected=answered)
+            run = functools.partial(perform_sweep, collected=answered)
+    try:
+        with progress_bars():
+            return run(str(config) if config else None, overrides, select=select)
+    except Exception as exc:
+        # First, so that a stop never waits for what naming the other errors imports (litellm).
+        if stopping.requested():  # a stopped flow raises Prefect's CancelledRun; a sweep without Prefect, what stopped it
+            raise stopping.Stopped(stopping.reason()) from None
+        _fail_on(exc)
+        raise
+
+
+def _fail_on(exc: Exception) -> None:
+    """Exit with the message of a sweep's known failures; return for any other exception."""
     from tasks.items.validate import ValidationFailed
     from tasks.models import embedded
     from tasks.models.cost import BudgetExceeded
 
-    stopping.raise_if_requested()
-
-    try:
-        with progress_bars():
-            return run(str(config) if config else None, overrides, select=select)
-    except ValidationFailed as exc:
+    if isinstance(exc, ValidationFailed):
         fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
-    except embedded.EmbeddedModelCrashed as exc:  # evaluated only when an exception gets here
+    if isinstance(exc, embedded.EmbeddedModelCrashed):
         fail(f"{exc}\nThe run ended `failed` (see `invarbench runs`). Every answer received is stored and "
              "the other models ran; the requests the dead worker did not answer are `error` responses, "
              "which the next sweep sends again. See the README, \"When an embedded model crashes\".", 1)
-    except BudgetExceeded as exc:
+    if isinstance(exc, BudgetExceeded):
         fail(f"run failed: {exc}", 1)
-    except (ConfigError, GeneratorError) as exc:
+    if isinstance(exc, (ConfigError, GeneratorError)):
         fail(str(exc))
-    except Exception:  # a stopped flow raises Prefect's CancelledRun; a sweep without Prefect, what stopped it
-        if not stopping.requested():
-            raise
-        raise stopping.Stopped(stopping.reason()) from None
-    raise AssertionError("unreachable: fail() exits")
 
 
 def _print_summary(summary: dict[str, Any]) -> None:

@@ -208,6 +208,11 @@ class ModelStream:
                 continue
             try:
                 resp = await self.caller.call(req)
+            except stopping.Stopped:  # the stop came while it waited for its slot: never sent
+                self.budget.settle(estimate, 0.0)
+                if not fut.done():
+                    fut.set_result(None)
+                continue
             except Exception as exc:  # noqa: BLE001 - handed to the chunk waiting for it
                 self.budget.settle(estimate, 0.0)
                 if not fut.done():
