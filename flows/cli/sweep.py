@@ -41,11 +41,16 @@ def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[
 def answered_already(cfg: Any, rows: list[dict[str, Any]]) -> bool:
     """Whether every trial of the sweep has its answers in the ledger (one anti-join per model):
     such a sweep calls nothing and runs without Prefect."""
+    import duckdb
+
     from tasks.lake.lake import Lake
     from tasks.models.call import unanswered_trials
 
     lake = Lake.of(cfg, read_only=True)
-    return all(unanswered_trials(lake, rows, m, cfg.model(m), cfg.sweep.samples) == 0 for m in cfg.sweep.models)
+    try:
+        return all(unanswered_trials(lake, rows, m, cfg.model(m), cfg.sweep.samples) == 0 for m in cfg.sweep.models)
+    except duckdb.Error:  # a data file that does not read: the sweep's own reads set it aside (tasks.lake.quarantine)
+        return False
 
 
 @app.command()
