@@ -11,9 +11,8 @@ Several streams run in one event loop at the same time (:func:`run_streams`): ea
 own limiter, so a slow or throttled model never holds back another. Lake work (recording
 requests, ledger look-ups, claims, writing responses) runs in threads so the event loop keeps
 sending; responses are buffered and written by size or every :data:`FLUSH_SECONDS`, not one file
-per response; each is spooled to local disk as it arrives (:mod:`tasks.models.spool`), so a process
-killed outright loses no answer it received: the next sweep's streams store them before they
-look anything up. When a chunk's
+per response, and spooled to local disk as they arrive (:mod:`tasks.models.spool`: a process killed
+outright loses no answer it received). When a chunk's
 calls are done and its responses are in the lake, ``on_chunk(index)`` tells the caller, which
 parses and scores it while the stream goes on.
 
@@ -87,12 +86,12 @@ class ResponseWriter:
             self.writes.add(write)
 
     def _write(self, rows: list[dict[str, Any]], segment: Spool) -> None:
+        failed = True  # then the segment is kept: the next sweep stores its answers
         try:
             write_rows(self.lake, "responses", rows)
-        except BaseException:
-            segment.close(keep=True)  # the next sweep stores its answers
-            raise
-        segment.close(keep=False)
+            failed = False
+        finally:
+            segment.close(keep=failed)
 
     async def tick(self) -> None:
         """Write what is buffered every FLUSH_SECONDS (a slow model's answers are not held back),
@@ -107,11 +106,11 @@ class ResponseWriter:
                 self.flush()
 
     async def drain(self) -> None:
-        """Write what is buffered and wait for every write started so far (raising a failed one's error)."""
+        """Write what is buffered and wait for every write started so far, another drain's too (its rows may hold ours)."""
         self.flush()
-        while self.writes:
-            writes, self.writes = self.writes, set()
-            await asyncio.gather(*writes)
+        writes = list(self.writes)
+        await asyncio.gather(*writes)
+        self.writes.difference_update(writes)
 
 
 @dataclass
