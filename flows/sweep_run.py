@@ -313,7 +313,8 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
 
         scale_out.require_server()
     run_id = lifecycle.new_run_id()
-    rows, new_chunks, chunks, dropped_families = prepare_items(cfg, collected)
+    with stopping.interruptible():  # reads only: a stop ends it at once, before the run begins
+        rows, new_chunks, chunks, dropped_families = prepare_items(cfg, collected)
     run = start_run(cfg, run_id, len(rows))
     summary, _ = run_sweep(run, cfg, len(rows), new_chunks, chunks, dropped_families, config_path, overrides,
                            dispatch)

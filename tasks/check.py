@@ -1,8 +1,8 @@
 """``invarbench check``: verify the lake and list what is wrong with it (:func:`check_lake`).
 
 Each check (:data:`CHECKS`) has a name, counts what it finds and keeps a few examples. A finding
-is **damage** (the lake holds something the pipeline never writes: a file that cannot be read, a
-request answered twice, a row tied to nothing, an id that does not match its content) or a
+is **damage** (the lake holds something the pipeline never writes: a file that cannot be read or
+was set aside for it, a request answered twice, a row tied to nothing, an id that does not match its content) or a
 **warning** (a run left ``running`` by a process that is gone: the next sweep marks it crashed).
 A check that cannot run (a file it reads is unreadable) is damage too.
 
@@ -27,6 +27,7 @@ import pyarrow as pa
 from tasks import progress
 from tasks.items.generate import item_from_row
 from tasks.lake.lake import Lake
+from tasks.lake.quarantine import quarantined
 from tasks.lake.schemas import SCHEMAS
 from tasks.models.call import request_from_row
 from tasks.records import Item
@@ -199,6 +200,8 @@ class Check:
 CHECKS: tuple[Check, ...] = (
     Check("unreadable_files", DAMAGE, "a data file that does not read: every query of its table fails",
           lambda lake: unreadable_files(lake, data_files(lake))),
+    Check("quarantined_files", DAMAGE, "a data file set aside because it did not read (tasks.lake.quarantine): its "
+          "rows are out of its table; restore them from a backup, then delete the file", lambda lake: quarantined(lake.root)),
     Check("answered_twice", DAMAGE, "a request with more than one ok response: paid twice, or a row stored twice",
           _query("answered_twice")),
     Check("response_without_request", DAMAGE, "a response whose request no run recorded", _query("response_without_request")),

@@ -80,7 +80,7 @@ def test_a_swept_lake_checks_clean_and_check_writes_nothing(swept, tmp_path):
     before = lake_bytes(tmp_path / "wh" / "lake")
     result = run_cli("check", "--config", str(cfg))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "the lake is clean: 9 checks, nothing found" in " ".join(result.stdout.split())
+    assert "the lake is clean: 10 checks, nothing found" in " ".join(result.stdout.split())
     for name in CHECK_NAMES:  # the table names every check
         assert name in result.stdout
     assert lake_bytes(tmp_path / "wh" / "lake") == before

@@ -10,7 +10,8 @@ from tasks.runs import stopping
 
 def start_prefect_server() -> Callable[[], None]:
     """Start Prefect's temporary API server now, in the background, when a flow would start one
-    (no ``PREFECT_API_URL``); returns a function that waits until it is up (a no-op otherwise).
+    (no ``PREFECT_API_URL``); returns a function that waits until it is up (a no-op otherwise),
+    or raises ``Stopped`` once a stop is requested.
 
     The server is a separate process that takes seconds to boot, and a flow starts it only when
     it runs, then waits: started first, it boots while this process imports the flow's modules.
@@ -36,6 +37,10 @@ def start_prefect_server() -> Callable[[], None]:
         # lives as long as the process, so a SIGKILLed sweep takes its server with it.
         threading.Event().wait()
 
+    def wait() -> None:
+        while not up.wait(0.1):
+            stopping.raise_if_requested()  # a stop while the server boots ends the wait at once
+
     thread = threading.Thread(target=start, name="prefect-server-start", daemon=True)
     thread.start()
-    return up.wait
+    return wait

@@ -15,7 +15,7 @@ from flows.cli.application import ConfigOpt, app, console, err, fail, load, prin
 from flows.cli.prefect_server import start_prefect_server
 from flows.cli.progress_bars import progress_bars
 from flows.cli.stored import check_stored
-from tasks.errors import ConfigError
+from tasks.errors import ConfigError, disk_full
 from tasks.runs import stopping
 from tasks.suites.base import GeneratorError
 
@@ -41,11 +41,16 @@ def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[
 def answered_already(cfg: Any, rows: list[dict[str, Any]]) -> bool:
     """Whether every trial of the sweep has its answers in the ledger (one anti-join per model):
     such a sweep calls nothing and runs without Prefect."""
+    import duckdb
+
     from tasks.lake.lake import Lake
     from tasks.models.call import unanswered_trials
 
     lake = Lake.of(cfg, read_only=True)
-    return all(unanswered_trials(lake, rows, m, cfg.model(m), cfg.sweep.samples) == 0 for m in cfg.sweep.models)
+    try:
+        return all(unanswered_trials(lake, rows, m, cfg.model(m), cfg.sweep.samples) == 0 for m in cfg.sweep.models)
+    except duckdb.Error:  # a data file that does not read: the sweep's own reads set it aside (tasks.lake.quarantine)
+        return False
 
 
 @app.command()
@@ -118,40 +123,49 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
     """The sweep, as the ``sweep`` flow; or, when every answer is in the ledger (``answered``),
     without Prefect: neither its import nor its temporary server (most of such a sweep's time),
     and no flow run (docs/operations.md)."""
-    if not answered:
-        server_up = start_prefect_server()
-        from flows.sweep import sweep as run  # imported while the server boots
+    # Start-up (seconds of imports and the server's boot) has nothing in flight: a signal ends it at once.
+    with stopping.interruptible():
+        if not answered:
+            server_up = start_prefect_server()
+            from flows.sweep import sweep as run  # imported while the server boots
 
-        preload(cfg, collected[0])
-        server_up()
-    else:
-        from flows.sweep_run import perform_sweep
+            preload(cfg, collected[0])
+            server_up()
+        else:
+            from flows.sweep_run import perform_sweep
 
-        run = functools.partial(perform_sweep, collected=collected)
+            run = functools.partial(perform_sweep, collected=collected)
+    try:
+        with progress_bars():
+            return run(str(config) if config else None, overrides, select=select)
+    except Exception as exc:
+        # First, so that a stop never waits for what naming the other errors imports (litellm).
+        if stopping.requested():  # a stopped flow raises Prefect's CancelledRun; a sweep without Prefect, what stopped it
+            raise stopping.Stopped(stopping.reason()) from None
+        _fail_on(exc)
+        raise
+
+
+def _fail_on(exc: Exception) -> None:
+    """Exit with the message of a sweep's known failures; return for any other exception."""
     from tasks.items.validate import ValidationFailed
     from tasks.models import embedded
     from tasks.models.cost import BudgetExceeded
 
-    stopping.raise_if_requested()
-
-    try:
-        with progress_bars():
-            return run(str(config) if config else None, overrides, select=select)
-    except ValidationFailed as exc:
+    if isinstance(exc, ValidationFailed):
         fail(f"validation failed, nothing was stored and no model was called:\n{exc}", 1)
-    except embedded.EmbeddedModelCrashed as exc:  # evaluated only when an exception gets here
+    if isinstance(exc, embedded.EmbeddedModelCrashed):
         fail(f"{exc}\nThe run ended `failed` (see `invarbench runs`). Every answer received is stored and "
              "the other models ran; the requests the dead worker did not answer are `error` responses, "
              "which the next sweep sends again. See the README, \"When an embedded model crashes\".", 1)
-    except BudgetExceeded as exc:
+    if isinstance(exc, BudgetExceeded):
         fail(f"run failed: {exc}", 1)
-    except (ConfigError, GeneratorError) as exc:
+    if isinstance(exc, (ConfigError, GeneratorError)):
         fail(str(exc))
-    except Exception:  # a stopped flow raises Prefect's CancelledRun; a sweep without Prefect, what stopped it
-        if not stopping.requested():
-            raise
-        raise stopping.Stopped(stopping.reason()) from None
-    raise AssertionError("unreachable: fail() exits")
+    if disk_full(exc):
+        fail(f"run failed: a write found the disk full ({str(exc).splitlines()[0]}). What was stored before stays "
+             "whole (a write is one DuckLake commit: a file cut short is in no snapshot, and compact deletes it); "
+             "free some space and run the sweep again: it resumes, sending only what has no answer.", 1)
 
 
 def _print_summary(summary: dict[str, Any]) -> None:

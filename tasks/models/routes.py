@@ -27,6 +27,7 @@ from tasks.models.cost import prompt_token_estimate, response_cost
 from tasks.models.direct import DirectClient, direct_client
 from tasks.models.pricing import Price, price
 from tasks.records import Request, Response, Route, now_utc
+from tasks.runs import stopping
 
 log = logging.getLogger("invarbench.concurrency")
 
@@ -156,6 +157,8 @@ class RateLimiter:
             generation = self._generation
         try:
             await self._pace(tokens, lock)
+            # A slot or the pacing may be waited for long: a stop requested meanwhile starts no call.
+            stopping.raise_if_requested()
             result = await call()
         except Exception as exc:
             if is_throttle(exc):
@@ -323,8 +326,8 @@ class Caller:
                     getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None),
                     getattr(result.choices[0], "finish_reason", None),
                 )
-            except limits.SharedLimitError:
-                raise  # our set-up, not the model's answer: never a ledger row
+            except (limits.SharedLimitError, stopping.Stopped):
+                raise  # our set-up, or a stop before the attempt started: never a ledger row
             except fatal_errors() as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 break

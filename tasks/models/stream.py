@@ -11,7 +11,8 @@ Several streams run in one event loop at the same time (:func:`run_streams`): ea
 own limiter, so a slow or throttled model never holds back another. Lake work (recording
 requests, ledger look-ups, claims, writing responses) runs in threads so the event loop keeps
 sending; responses are buffered and written by size or every :data:`FLUSH_SECONDS`, not one file
-per response, so a crash loses at most the responses of the last few seconds. When a chunk's
+per response, and spooled to local disk as they arrive (:mod:`tasks.models.spool`: a process killed
+outright loses no answer it received). When a chunk's
 calls are done and its responses are in the lake, ``on_chunk(index)`` tells the caller, which
 parses and scores it while the stream goes on.
 
@@ -42,6 +43,7 @@ from tasks.models.claims import Claims
 from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, estimate_cost
 from tasks.models.routes import Caller, route_for
+from tasks.models.spool import SYNC_SECONDS, Spool, replay
 from tasks.records import Request, Response, step_plan
 from tasks.runs import stopping
 from tasks.runs.config import SweepConfig
@@ -56,38 +58,59 @@ Chunks = Sequence[tuple[int, Sequence[dict[str, Any]]]]
 
 
 class ResponseWriter:
-    """Buffers responses and writes them as one file by size or time, in a thread."""
+    """Buffers responses and writes them as one file by size or time, in a thread; each response
+    is also in a spool segment (tasks.models.spool) from its arrival until its file is committed."""
 
     def __init__(self, lake: Lake):
         self.lake = lake
         self.buffer: list[dict[str, Any]] = []
+        self.segment: Spool | None = None  # holds what the buffer holds
         self.writes: set[asyncio.Future[Any]] = set()
 
     def add(self, resp: Response) -> None:
-        """Buffer one response; a full buffer is written at once."""
-        self.buffer.append(asdict(resp))
+        """Buffer one response (spooled at once); a full buffer is written at once."""
+        row = asdict(resp)
+        if self.segment is None:
+            self.segment = Spool(self.lake)
+        self.segment.add(row)
+        self.buffer.append(row)
         if len(self.buffer) >= FLUSH_ROWS:
             self.flush()
 
     def flush(self) -> None:
         """Start writing what is buffered, without waiting for it."""
         if self.buffer:
-            rows, self.buffer = self.buffer, []
-            write = asyncio.ensure_future(asyncio.to_thread(write_rows, self.lake, "responses", rows))
+            assert self.segment is not None
+            rows, segment, self.buffer, self.segment = self.buffer, self.segment, [], None
+            write = asyncio.ensure_future(asyncio.to_thread(self._write, rows, segment))
             self.writes.add(write)
 
+    def _write(self, rows: list[dict[str, Any]], segment: Spool) -> None:
+        failed = True  # then the segment is kept: the next sweep stores its answers
+        try:
+            write_rows(self.lake, "responses", rows)
+            failed = False
+        finally:
+            segment.close(keep=failed)
+
     async def tick(self) -> None:
-        """Write what is buffered every FLUSH_SECONDS (a slow model's answers are not held back)."""
+        """Write what is buffered every FLUSH_SECONDS (a slow model's answers are not held back),
+        and put the spool on disk every SYNC_SECONDS."""
+        last_flush = time.monotonic()
         while True:
-            await asyncio.sleep(FLUSH_SECONDS)
-            self.flush()
+            await asyncio.sleep(SYNC_SECONDS)
+            if self.segment is not None:
+                await asyncio.to_thread(self.segment.sync)
+            if time.monotonic() - last_flush >= FLUSH_SECONDS:
+                last_flush = time.monotonic()
+                self.flush()
 
     async def drain(self) -> None:
-        """Write what is buffered and wait for every write started so far (raising a failed one's error)."""
+        """Write what is buffered and wait for every write started so far, another drain's too (its rows may hold ours)."""
         self.flush()
-        while self.writes:
-            writes, self.writes = self.writes, set()
-            await asyncio.gather(*writes)
+        writes = list(self.writes)
+        await asyncio.gather(*writes)
+        self.writes.difference_update(writes)
 
 
 @dataclass
@@ -128,6 +151,7 @@ class ModelStream:
     async def run(self, chunks: Chunks) -> CallStats:
         """Call every trial of ``chunks`` (index, item rows); returns what was done."""
         started = time.monotonic()
+        await asyncio.to_thread(replay, self.lake)  # answers a killed sweep received: never paid again
         self.caller = Caller.create(self.name, self.cfg, self.run_id)
         throttled_before = self.caller.local.throttled
         self.queue = asyncio.Queue(maxsize=2 * self.cfg.concurrency)
@@ -184,6 +208,11 @@ class ModelStream:
                 continue
             try:
                 resp = await self.caller.call(req)
+            except stopping.Stopped:  # the stop came while it waited for its slot: never sent
+                self.budget.settle(estimate, 0.0)
+                if not fut.done():
+                    fut.set_result(None)
+                continue
             except Exception as exc:  # noqa: BLE001 - handed to the chunk waiting for it
                 self.budget.settle(estimate, 0.0)
                 if not fut.done():

@@ -38,12 +38,20 @@ _event = threading.Event()
 # Reentrant: the signal handler takes it in the main thread, which may hold it already.
 _lock = threading.RLock()
 _state: dict[str, Any] = {"reason": "", "signals": 0, "signum": 0}
+# Blocks of the main thread under on_signals (a flow inside the CLI's must keep the CLI's request)
+# and under interruptible (where a signal raises Stopped at once).
+_depth = {"signals": 0, "interruptible": 0}
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Stopped(Exception):
     """The run ended early because a stop was requested; ``str()`` says who asked."""
+
+
+class _Interrupt(BaseException):
+    """A signal inside :func:`interruptible`: a BaseException, so that no ``except Exception`` on
+    the way (Prefect's plugin loader has one) holds it up; the block raises Stopped for it."""
 
 
 class StopNow(BaseException):
@@ -104,6 +112,8 @@ def _handle(signum: int, frame: Any) -> None:
     if second:
         raise StopNow(f"stopped at once by a second signal ({name}); calls in flight were abandoned")
     request(f"{name} received")
+    if _depth["interruptible"]:
+        raise _Interrupt()
 
 
 @contextlib.contextmanager
@@ -115,11 +125,31 @@ def on_signals() -> Iterator[None]:
         yield
         return
     previous = {s: signal.signal(s, _handle) for s in SIGNALS}
+    _depth["signals"] += 1
     try:
         yield
     finally:
+        _depth["signals"] -= 1
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """While the block runs in the main thread, a signal raises :class:`Stopped` at once, wherever
+    the thread is (an import, a wait): for start-up work that has no call in flight to let finish
+    and writes nothing that an exception could leave half done. A stop requested before raises
+    on entry, one requested during it at the latest on exit."""
+    raise_if_requested()
+    main = int(threading.current_thread() is threading.main_thread())  # only there do signals arrive
+    _depth["interruptible"] += main
+    try:
+        yield
+    except _Interrupt:
+        raise Stopped(reason()) from None
+    finally:
+        _depth["interruptible"] -= main
+    raise_if_requested()  # a stop requested off the main thread (a cancellation seen by polling)
 
 
 def _cancelled_in_prefect(flow_run_id: str) -> bool:
@@ -230,9 +260,11 @@ def stoppable(fn: F) -> F:
     def run(*args: Any, **kwargs: Any) -> Any:
         from prefect.runtime import flow_run
 
-        # Forgetting earlier requests loses none: a signal the CLI caught before this flow began kept it
-        # from being called, and a flow run in-process after a stopped one must not inherit its stop.
-        reset()
+        # A flow run in-process after a stopped one must not inherit its stop; but inside the CLI's
+        # own handlers (it resets when it starts) a signal that came while Prefect started this
+        # flow run is this run's.
+        if not _depth["signals"]:
+            reset()
         with on_signals(), watch_flow_run(str(flow_run.get_id() or "")):
             try:
                 return fn(*args, **kwargs)

@@ -1,0 +1,92 @@
+"""Answers are durable as they arrive (tasks.models.spool): a sweep killed outright (SIGKILL) pays
+again at most the calls it had in flight, never an answer it had received."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import signal
+import time
+import uuid
+
+from fakes import FakeProvider, FakeServer
+from test_stopping import N_ITEMS, config, finish, lake_query, start_sweep
+from typer.testing import CliRunner
+
+from flows.cli import app
+from tasks.lake.lake import Lake
+from tasks.lake.writes import write_rows
+from tasks.models.spool import Spool, replay, spool_dir
+from tasks.models.stream import ResponseWriter
+from tasks.records import Response
+
+KILL_AFTER = 4  # calls of the first wave (the concurrency); the next call means one of them was received
+
+
+def response(request_id: str, status: str = "ok") -> dict:
+    return {"response_id": uuid.uuid4().hex, "request_id": request_id, "run_id": "r1", "model": "m",
+            "status": status, "text": "7" if status == "ok" else None, "error": None if status == "ok" else "500",
+            "attempts": 1, "latency_s": 0.1, "prompt_tokens": 3, "completion_tokens": 1,
+            "created_at": dt.datetime.now(dt.timezone.utc), "cost_usd": None, "finish_reason": "stop"}
+
+
+def test_replay_stores_the_answers_of_segments_no_live_writer_holds_once(tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    lake.ensure()
+    write_rows(lake, "responses", [response("answered")])  # answered by another sweep meanwhile
+    segment = Spool(lake)
+    rows = [response("a"), response("b", "error"), response("answered")]
+    for row in rows:
+        segment.add(row)
+    segment.sync()
+    assert replay(lake) == 0  # held: its writer is alive
+    segment.close(keep=True)  # as a killed writer's: the kernel released its lock
+    with (spool_dir(lake) / "torn.jsonl").open("w") as torn:  # killed mid-line: that answer was never whole
+        torn.write('{"response_id": "x", "request_id"')
+    assert replay(lake) == 2
+    assert replay(lake) == 0
+    assert list(spool_dir(lake).iterdir()) == []
+    stored = lake.read("SELECT request_id, status FROM responses ORDER BY request_id, status")
+    assert stored == [{"request_id": "a", "status": "ok"}, {"request_id": "answered", "status": "ok"},
+                      {"request_id": "b", "status": "error"}]
+
+
+def test_a_segment_is_deleted_once_its_batch_is_in_the_lake(tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    lake.ensure()
+
+    async def write() -> None:
+        writer = ResponseWriter(lake)
+        writer.add(Response(**response("a")))
+        assert len(list(spool_dir(lake).glob("*.jsonl"))) == 1
+        await writer.drain()
+
+    asyncio.run(write())
+    assert list(spool_dir(lake).glob("*.jsonl")) == []
+    assert lake.read("SELECT count(*) AS n FROM responses") == [{"n": 1}]
+
+
+def test_a_sigkilled_sweep_pays_again_only_the_calls_it_had_in_flight(tmp_path):
+    """Killed as soon as a worker took a second call, so just after it received its first answer
+    (well within the call stage's 2 s batch), then resumed: each request is paid once, but for
+    the calls in flight at the kill."""
+    state = FakeProvider(delay_s=0.5)
+    with FakeServer(state) as fake:
+        cfg = config(tmp_path, fake.api_base)
+        proc = start_sweep(cfg)
+        deadline = time.monotonic() + 300
+        while len(state.seen) <= KILL_AFTER and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        os.killpg(proc.pid, signal.SIGKILL)
+        in_flight = state.in_flight  # sent and still unanswered: those alone may be paid again
+        finish(proc)
+        assert KILL_AFTER < len(state.seen) < N_ITEMS, len(state.seen)
+        state.delay_s = 0.0
+        result = CliRunner().invoke(app, ["sweep", "--config", str(cfg)])
+        assert result.exit_code == 0, result.output
+    contents = state.contents()
+    assert len(set(contents)) == N_ITEMS
+    assert len(contents) - N_ITEMS <= in_flight, (len(contents), in_flight)
+    assert lake_query(tmp_path, "SELECT count(*) AS n, count(DISTINCT request_id) AS d FROM responses "
+                                "WHERE status = 'ok'") == [{"n": N_ITEMS, "d": N_ITEMS}]
