@@ -4,10 +4,10 @@ In the manner of dbt's incremental models. A refresh reads which rows of their s
 changed since the snapshot of the last refresh (``ducklake_table_changes``, the mark being that
 snapshot), derives from them the keys of each materialised view they touch (:data:`CHANGED_KEYS`),
 and replaces the rows of those keys by what the view's definition from the raw lake
-(``<name>_from_raw``) gives for them, in load order, so a later view reads the earlier ones'
+(``<name>_from_raw``) gives for them (reading only those keys' rows, :data:`SCOPES`), in load order, so a later view reads the earlier ones'
 new rows. Everything, the mark included, is one DuckLake transaction: an interrupted refresh
 leaves the previous state readable, and the next takes in what it missed. Without a usable mark
-(never refreshed, ``sql/`` changed, the mark's snapshot expired) it rebuilds every table.
+(never refreshed, their SQL changed, the mark's snapshot expired) it rebuilds every table.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tasks.lake.ducklake import ALIAS
 from tasks.lake.engine import connect
 from tasks.lake.lake import Lake
 from tasks.lake.materialised import MARK_TABLE, materialised_names
-from tasks.lake.sql import FROM_RAW, materialised_statements, sql_digest
+from tasks.lake.sql import FROM_RAW, materialised_statements
 from tasks.records import now_utc
 
 log = logging.getLogger(__name__)
@@ -49,12 +49,21 @@ CHANGED_KEYS = {
         JOIN raw_items i USING (item_id)""",
 }
 
+# For each view, the relation its rows of a key are computed from (every row of that relation with
+# the key, and no other) and what that relation reads as it is: while a key's rows are recomputed,
+# the relation reads only the changed keys' rows.
+SCOPES = {
+    "latest_parses": ("all_parses", "raw_parses"),
+    "trial_scores": ("all_scores", "raw_scores"),
+    "family_trials": ("trial_scores", "lake_table('trial_scores')"),
+}
+
 _LOCK = threading.Lock()  # one refresh at a time in a process (other processes: DuckLake's conflicts)
 
 
 def refresh(lake: Lake, full: bool = False) -> dict[str, Any]:
     """Bring the lake's materialised tables up to date with what changed since the last refresh
-    (all of it when ``full``, never refreshed, or ``sql/`` changed); returns what it did:
+    (all of it when ``full``, never refreshed, or their SQL changed); returns what it did:
     ``full``, ``snapshot`` (the one taken in), ``keys`` (recomputed per view) and ``seconds``."""
     started = time.perf_counter()
     with _LOCK, contextlib.closing(connect(limits=lake.limits)) as con:
@@ -102,7 +111,7 @@ def _within(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
     """The refresh inside its transaction: the snapshot it reads is the one it takes in."""
     snapshot = con.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')").fetchone()[0]
     last = materialised.mark(con)
-    full = full or last is None or last[1] != sql_digest()
+    full = full or last is None or last[1] != materialised.definition_digest()
     keys: dict[str, int] = {}
     if not full:
         if not materialised.changed_since(con, last[0]):  # the mark stays: no source changed since it
@@ -110,19 +119,38 @@ def _within(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
         _changes(con, last[0] + 1, snapshot)
     for stmt in materialised_statements():
         (name,) = stmt.defines
-        table, from_raw = f"{ALIAS}.main.{name}", FROM_RAW.format(name)
         if full:
-            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {from_raw}")
-            continue
-        con.execute(f"CREATE OR REPLACE TEMP TABLE refresh_keys AS {CHANGED_KEYS[name]}")
-        keys[name] = con.execute("SELECT count(*) FROM refresh_keys").fetchone()[0]
-        if keys[name]:  # else the definition would still be planned and run over the whole lake
-            match = " AND ".join(f"r.{column} IS NOT DISTINCT FROM k.{column}" for column in stmt.key)
-            con.execute(f"DELETE FROM {table} r USING refresh_keys k WHERE {match}")
-            con.execute(f"INSERT INTO {table} SELECT r.* FROM {from_raw} r SEMI JOIN refresh_keys k ON {match}")
+            con.execute(f"CREATE OR REPLACE TABLE {ALIAS}.main.{name} AS SELECT * FROM {FROM_RAW.format(name)}")
+        else:
+            keys[name] = _recompute(con, name, stmt.key)
     con.execute(f"INSERT INTO {ALIAS}.main.{MARK_TABLE} VALUES (?, ?, ?, ?, ?)",
-                [snapshot, sql_digest(), full, sum(keys.values()), now_utc()])
+                [snapshot, materialised.definition_digest(), full, sum(keys.values()), now_utc()])
     return {"full": full, "snapshot": snapshot, "keys": keys}
+
+
+def _recompute(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...]) -> int:
+    """Replace the rows of the keys the changes touch in the lake table ``name``; returns how many keys.
+
+    Its definition runs with the relation it is computed from (:data:`SCOPES`) restricted to those
+    keys, so the work follows the change rather than the size of the lake."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE refresh_keys AS {CHANGED_KEYS[name]}")
+    n_keys = con.execute("SELECT count(*) FROM refresh_keys").fetchone()[0]
+    if not n_keys:
+        return 0
+
+    def match(alias: str) -> str:
+        return " AND ".join(f"{alias}.{column} IS NOT DISTINCT FROM k.{column}" for column in key)
+
+    con.execute(f"DELETE FROM {ALIAS}.main.{name} r USING refresh_keys k WHERE {match('r')}")
+    # A temporary view shadows the view of its name, in the views that read it too; and unlike
+    # that view, it may be created in a transaction that writes to the lake.
+    view, source = SCOPES[name]
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT s.* FROM {source} s SEMI JOIN refresh_keys k ON {match('s')}")
+    try:
+        con.execute(f"INSERT INTO {ALIAS}.main.{name} SELECT * FROM {FROM_RAW.format(name)}")
+    finally:
+        con.execute(f"DROP VIEW temp.main.{view}")
+    return n_keys
 
 
 class _ChangesUnknown(Exception):
