@@ -21,6 +21,9 @@ hash), so 10,000,000 rows take about a minute and the same arguments give the sa
   rescore`` re-parses and re-scores every response, as after a parser change. The answers stay what
   the current parsers extract, so the scores do not change (``score_changes`` stays small).
 
+``--append`` adds a sweep of ``--rows`` responses by a new model (over the first items) to a
+warehouse written so, in one commit per table, as a nightly sweep would before its refresh.
+
 A column of SCHEMAS that this script does not know is written as NULL, so a new column added to the
 lake does not break it.
 """
@@ -241,14 +244,47 @@ def build(out: Path, rows: int, rows_per_file: int = 1_000_000) -> dict:
             "lake": str(lake), "config": str(config)}
 
 
+def append(out: Path, rows: int) -> dict:
+    """Append to the warehouse at ``out`` a sweep of ``rows`` scored responses by a model it does not
+    hold yet (the next index), over its first items, in one commit per table: the figure of an
+    incremental refresh after a nightly sweep. Returns what was written."""
+    from tasks.lake.lake import Lake
+    from tasks.lake.writes import write_rows
+    from tasks.records import now_utc
+
+    started = time.perf_counter()
+    lake = Lake(str(out / "lake"))
+    con = lake.connect("")
+    model = con.execute("SELECT count(DISTINCT run_id) FROM lake.main.runs").fetchone()[0]
+    n_items = max(GROUP, rows // SAMPLES)
+    selects = trial_selects(model)
+    for table in ("requests", "responses", "parses", "scores"):
+        where = " WHERE outcome <> 'error'" if table == "parses" else ""
+        _insert(con, f"{_select(table, selects[table])} FROM ({trial_base(model)}){where}", [0, n_items], table)
+    now = now_utc()
+    write_rows(lake, "runs", [{
+        "run_id": f"bench-run-m{model}", "flow_run_id": "", "kind": "sweep", "status": "completed",
+        "started_at": now, "updated_at": now, "config": "{}", "models": json.dumps([f"bench/m{model}"]),
+        "n_items": n_items, "n_requests": n_items * SAMPLES, "n_sent": n_items * SAMPLES, "n_cached": 0,
+        "n_errors": 0, "report_path": None, "message": "appended by bench/warehouse.py",
+    }])
+    con.close()
+    return {"rows": n_items * SAMPLES, "model": f"bench/m{model}", "seconds": time.perf_counter() - started}
+
+
 def main() -> None:
     """Command line; see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, required=True, help="scored responses to write")
     parser.add_argument("--out", type=Path, required=True, help="warehouse folder (must not hold a lake)")
     parser.add_argument("--rows-per-file", type=int, default=1_000_000)
+    parser.add_argument("--append", action="store_true", help="append --rows responses of a new model to "
+                        "the warehouse at --out instead (a nightly sweep)")
     args = parser.parse_args()
-    print(json.dumps(build(args.out.resolve(), args.rows, args.rows_per_file)))
+    if args.append:
+        print(json.dumps(append(args.out.resolve(), args.rows)))
+    else:
+        print(json.dumps(build(args.out.resolve(), args.rows, args.rows_per_file)))
 
 
 if __name__ == "__main__":

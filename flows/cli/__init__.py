@@ -13,7 +13,7 @@ import warnings
 
 from flows.cli.application import app
 # Importing a command module registers its commands on ``app``, in this order in ``--help``.
-from flows.cli import sweep, items, imports, warehouse, check  # noqa: F401, I001
+from flows.cli import sweep, items, imports, warehouse, check, refresh  # noqa: F401, I001
 from tasks.environment import apply_defaults
 
 __all__ = ["app", "main"]

@@ -5,6 +5,7 @@
 -- of different prompt styles are never compared with each other.
 -- family_trials: one row per family unit and variant, with the unit's fields and the struct family_unit.
 -- depends_on: items, latest_parses, trial_scores
+-- materialised: family_id, model
 
 -- One scored trial per family unit and variant. Several trials can map to one unit only when the
 -- same model name was run with different settings or generator versions; the latest scored one

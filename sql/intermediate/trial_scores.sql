@@ -1,5 +1,6 @@
 -- trial_scores: one row per scored trial (its latest score) with everything about its item.
 -- depends_on: items, latest_scores
+-- materialised: trial_id
 
 CREATE OR REPLACE VIEW trial_scores AS
 SELECT

@@ -8,6 +8,7 @@ A database file cannot store an ATTACH: whoever opens the catalog attaches the l
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from pathlib import Path
@@ -16,22 +17,19 @@ import duckdb
 
 from tasks.lake.engine import connect
 from tasks.lake.lake import Lake
-from tasks.lake.sql import SQL_DIR, sql_files
+from tasks.lake.materialised import is_current
+from tasks.lake.sql import sql_digest
 
 # The catalog remembers which lake and which sql/ its views were built from, so a copied or moved
 # warehouse, or a lake mounted elsewhere, is noticed on open and the views rebuilt for it.
 _CATALOG_TABLE = "invarbench_catalog"
 
 
-def _catalog_stamp(lake: Lake, absent: frozenset[str]) -> tuple[str, str]:
-    import hashlib
-
-    digest = hashlib.sha256()
-    for path in sql_files():  # names too: moving a file between layers changes the load order
-        digest.update(path.relative_to(SQL_DIR).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
-    # views built while tables were absent read them as empty: rebuilt once the tables exist
-    digest.update(",".join(sorted(absent)).encode("utf-8") + b"\0" + lake.catalog.encode("utf-8"))
-    return lake.root, digest.hexdigest()
+def _catalog_stamp(lake: Lake, con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+    # views built while tables were absent read them as empty: rebuilt once the tables exist; and
+    # those over the materialised tables read them only while they are current (tasks.lake.materialised)
+    parts = [sql_digest(), ",".join(sorted(lake.absent_tables(con))), lake.catalog, str(is_current(con))]
+    return lake.root, hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
 
 # How DuckDB refuses a database file written in another storage format (a catalog written by
@@ -68,7 +66,7 @@ def build_catalog(catalog: Path, lake: Lake, attempts: int = 20) -> Path:
     try:
         lake.attach(con, read_only=True)
         lake.create_views(con)
-        root, digest = _catalog_stamp(lake, lake.absent_tables(con))
+        root, digest = _catalog_stamp(lake, con)
         con.execute(f"CREATE OR REPLACE TABLE {_CATALOG_TABLE} AS SELECT ? AS lake, ? AS sql_sha256", [root, digest])
     finally:
         con.close()
@@ -92,7 +90,7 @@ def _catalog_is_current(catalog: Path, lake: Lake) -> bool:
     try:
         stored = con.execute(f"SELECT lake, sql_sha256 FROM {_CATALOG_TABLE}").fetchone()
         lake.attach(con, read_only=True)
-        return stored == _catalog_stamp(lake, lake.absent_tables(con))
+        return stored == _catalog_stamp(lake, con)
     except duckdb.Error:  # built before the catalog recorded its lake
         return False
     finally:

@@ -24,6 +24,7 @@ from tasks.lake import ducklake
 from tasks.lake.config import WarehouseSettings
 from tasks.lake.engine import Limits, connect, load_sql, sql_literal
 from tasks.lake.location import is_url, lake_root, s3_secret_sql, unusable_lake
+from tasks.lake.materialised import is_current
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.sql import _lake_sql, _needed, _sql_statements
 from tasks.lake.views import query
@@ -88,8 +89,9 @@ class Lake:
 
     def _open(self, location: str, read_only: bool, limits: Limits, catalog: str | None) -> None:
         self.location, self.read_only, self.limits, self._catalog = location, read_only, limits, catalog
-        # the shared reader, the absent tables each view was created for, whether the lake is attached to it
-        self._reader: tuple[duckdb.DuckDBPyConnection, dict[int, frozenset[str]], bool] | None = None
+        # the shared reader, the absent tables (and whether materialised) each view was created for,
+        # whether the lake is attached to it
+        self._reader: tuple[duckdb.DuckDBPyConnection, dict[int, tuple[frozenset[str], bool]], bool] | None = None
         self._reader_lock = threading.Lock()
         # One commit at a time per process: SQLite takes one writer, and a process's own commits
         # would otherwise meet as "database is locked" and back off against each other; and a
@@ -205,15 +207,21 @@ class Lake:
         error) when it cannot be read or written."""
         self.connect("").close()
 
-    def create_views(self, con: duckdb.DuckDBPyConnection, sql: str | None = None) -> None:
+    def create_views(self, con: duckdb.DuckDBPyConnection, sql: str | Sequence[str] | None = None,
+                     materialised: bool | None = None) -> None:
         """Create (or replace) on ``con``, where the lake is attached (:meth:`attach`), the views
         and macros of ``sql/`` that the names in ``sql`` need, with everything they read (every one
         when ``sql`` is None). Creating a view binds it, so a connection for a few queries creates
-        only what they name: ``sql`` is their text (or a list of view names)."""
+        only what they name: ``sql`` is their text (or a list of view names). A materialised view
+        reads its lake table while that is current (``tasks.lake.materialised``), else the raw lake;
+        ``materialised`` says which, whether current or not."""
         statements = _sql_statements()
         absent = self.absent_tables(con)
-        for i in _needed(statements, sql):
-            con.execute(_lake_sql(statements[i], absent))
+        needed = _needed(statements, sql)
+        if materialised is None:
+            materialised = any(statements[i].key for i in needed) and is_current(con)
+        for i in needed:
+            con.execute(_lake_sql(statements[i], absent, materialised))
 
     def connect(self, sql: str | None = None, at: int | None = None) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with the lake attached as ``lake`` and the views that ``sql`` needs
@@ -247,10 +255,14 @@ class Lake:
             statements = _sql_statements()
             # a read-only lake may gain a table another process creates: its views then read it
             absent = self.absent_tables(con) if self.read_only else frozenset()
-            for i in _needed(statements, sql):
-                if created.get(i) != absent:
-                    con.execute(_lake_sql(statements[i], absent))
-                    created[i] = absent
+            needed = _needed(statements, sql)
+            # a write since the last refresh makes the materialised tables stale: read the raw lake
+            current = any(statements[i].key for i in needed) and is_current(con)
+            for i in needed:
+                made = (absent, current and bool(statements[i].key))
+                if created.get(i) != made:
+                    con.execute(_lake_sql(statements[i], absent, made[1]))
+                    created[i] = made
             return con
 
     def _attach_writable(self, con: duckdb.DuckDBPyConnection) -> None:

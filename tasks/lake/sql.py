@@ -2,12 +2,16 @@
 or table macro in the layers ``staging``, ``intermediate`` and ``marts``, named as what it defines,
 whose ``-- depends_on:`` line names the relations it reads (as dbt's ``ref`` does). The files in
 load order (:func:`sql_files`), built from those declarations, and a file's text for one lake
-(:func:`_lake_sql`).
+(:func:`_lake_sql`). A view whose file has a ``-- materialised: <key columns>`` line is stored as
+the lake table of its name (tasks/lake/refresh.py keeps it up to date, a key at a time); when the
+lake's copy is current its view reads that table, and the file's own query, the definition from the
+raw lake, becomes the view ``<name>_from_raw`` (:func:`_lake_sql`).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +28,9 @@ SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 SQL_LAYERS = ("macros", "staging", "intermediate", "marts")
 _DEFINED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", re.IGNORECASE)
 _DEPENDS_ON = re.compile(r"^--\s*depends_on:(.*)$", re.MULTILINE)
+_MATERIALISED = re.compile(r"^--\s*materialised:(.*)$", re.MULTILINE)
+# The name of a materialised view's definition from the raw lake: ``trial_scores_from_raw``.
+FROM_RAW = "{}_from_raw"
 
 
 def _without_literals(sql: str) -> str:
@@ -49,6 +56,7 @@ class _Statement:
     defines: frozenset[str]
     reads: frozenset[str]  # the relations its ``-- depends_on:`` line names (none for macros)
     path: Path
+    key: tuple[str, ...] = ()  # a materialised view's key columns (its ``-- materialised:`` line)
 
     @property
     def name(self) -> str:
@@ -69,7 +77,8 @@ def _statement(path: Path) -> _Statement:
     if len(declared) != 1:
         raise ConfigError(f"{stmt.name}: needs one '-- depends_on: a, b' line naming the relations it reads")
     reads = frozenset(name.strip() for name in declared[0].split(",") if name.strip())
-    return _Statement(text, defines, reads, path)
+    key = tuple(name.strip() for line in _MATERIALISED.findall(text) for name in line.split(",") if name.strip())
+    return _Statement(text, defines, reads, path, key)
 
 
 def _load_order(statements: list[_Statement]) -> list[_Statement]:
@@ -132,9 +141,31 @@ def _needed(statements: Sequence[_Statement], sql: str | None) -> list[int]:
     return sorted(needed)
 
 
-def _lake_sql(stmt: _Statement, absent: frozenset[str] = frozenset()) -> str:
-    """The file's SQL, with each lake table in ``absent`` (a read-only lake that lacks it) read as no rows."""
+def materialised_statements() -> list[_Statement]:
+    """The materialised views (a ``-- materialised:`` line in their file), in load order."""
+    return [stmt for stmt in _sql_statements() if stmt.key]
+
+
+@functools.cache
+def sql_digest() -> str:
+    """A digest of every file of ``sql/``, names included (moving a file between layers changes the
+    load order): what the catalog's views and the lake's materialised tables were built from."""
+    digest = hashlib.sha256()
+    for path in sql_files():
+        digest.update(path.relative_to(SQL_DIR).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _lake_sql(stmt: _Statement, absent: frozenset[str] = frozenset(), materialised: bool = False) -> str:
+    """The file's SQL, with each lake table in ``absent`` (a read-only lake that lacks it) read as no
+    rows. ``materialised``: a materialised view reads its lake table, and the file's query is the
+    view ``<name>_from_raw``."""
     sql = stmt.sql
     for table in absent:
         sql = sql.replace(f"lake_table('{table}')", empty_table_sql(table))
+    if materialised and stmt.key:
+        (name,) = stmt.defines
+        from_raw = re.sub(rf"(CREATE\s+OR\s+REPLACE\s+VIEW\s+){name}\b", rf"\g<1>{FROM_RAW.format(name)}", sql,
+                          count=1, flags=re.IGNORECASE)
+        return f"{from_raw}\nCREATE OR REPLACE VIEW {name} AS SELECT * FROM lake_table('{name}');"
     return sql

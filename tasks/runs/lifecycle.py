@@ -17,7 +17,8 @@ sweep before it starts, and while a sweep waits for requests another run has cla
 
 Every kind of run (sweep, rescore, both imports) begins with :func:`begin` (a new id, this Prefect
 flow run's id, the ``running`` row), runs its work inside ``with`` the :class:`Run` it returns and
-ends with :func:`rebuild_catalog`, so they differ only in their work.
+ends with :func:`rebuild_catalog` (which refreshes the materialised views first), so they differ
+only in their work.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import duckdb
 from tasks.lake.catalog import build_catalog
 from tasks.lake.config import WarehouseSettings
 from tasks.lake.lake import Lake
+from tasks.lake.refresh import refresh
 from tasks.lake.writes import write_rows
 from tasks.records import canonical_json, now_utc
 from tasks.runs import stopping
@@ -101,12 +103,18 @@ def flow_run_id() -> str:
 
 
 def rebuild_catalog(cfg: WarehouseSettings) -> Path:
-    """Rebuild the catalog after a run; returns its path. A catalog held open elsewhere (a user's
-    DuckDB shell) is left as it is with a warning: the lake is complete, and the views only change
-    when sql/ does, so the run must not fail for it."""
+    """Bring the materialised views up to date with what the run wrote (``tasks.lake.refresh``),
+    then rebuild the catalog; returns its path. Neither may fail the run, whose lake is complete:
+    a refresh that fails leaves the views reading the raw lake (the same answers, slower) until
+    the next one, and a catalog held open elsewhere (a user's DuckDB shell) is left as it is."""
     catalog = cfg.catalog_path
+    lake = Lake.of(cfg)
     try:
-        build_catalog(catalog, Lake.of(cfg))
+        refresh(lake)
+    except duckdb.Error as exc:
+        log.warning("materialised views not refreshed (%s); invarbench refresh completes it", exc)
+    try:
+        build_catalog(catalog, lake)
     except duckdb.IOException as exc:
         log.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
     return catalog

@@ -1,0 +1,171 @@
+"""Bring the materialised views (``tasks.lake.materialised``) up to date: :func:`refresh`.
+
+In the manner of dbt's incremental models. A refresh reads which rows of their source tables
+changed since the snapshot of the last refresh (``ducklake_table_changes``, the mark being that
+snapshot), derives from them the keys of each materialised view they touch (:data:`CHANGED_KEYS`),
+and replaces the rows of those keys by what the view's definition from the raw lake
+(``<name>_from_raw``) gives for them (reading only those keys' rows, :data:`SCOPES`), in load order, so a later view reads the earlier ones'
+new rows. Everything, the mark included, is one DuckLake transaction: an interrupted refresh
+leaves the previous state readable, and the next takes in what it missed. Without a usable mark
+(never refreshed, their SQL changed, the mark's snapshot expired) it rebuilds every table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from typing import Any
+
+import duckdb
+
+from tasks.lake import ducklake, materialised
+from tasks.lake.ducklake import ALIAS
+from tasks.lake.engine import connect
+from tasks.lake.lake import Lake
+from tasks.lake.materialised import MARK_TABLE, materialised_names
+from tasks.lake.sql import FROM_RAW, materialised_statements
+from tasks.records import now_utc
+
+log = logging.getLogger(__name__)
+
+# The keys of each materialised view that the changed rows touch: SQL over ``changed_<table>``
+# (the rows of a source table inserted or deleted since the mark) and the raw views. A key is
+# recomputed whole, so a superset is harmless; a key left out would keep stale rows.
+CHANGED_KEYS = {
+    "latest_parses": "SELECT DISTINCT response_id FROM changed_parses",
+    # a trial's scores, or its item (stored after it, or read again as another first row)
+    "trial_scores": """
+        SELECT trial_id FROM changed_scores
+        UNION SELECT trial_id FROM raw_scores WHERE item_id IN (SELECT item_id FROM changed_items)""",
+    # every trial of the family and model: a new score, an item, or a new parse of one of its responses
+    "family_trials": """
+        SELECT DISTINCT i.family_id, t.model
+        FROM (SELECT item_id, model FROM changed_scores
+              UNION SELECT item_id, model FROM raw_scores WHERE item_id IN (SELECT item_id FROM changed_items)
+              UNION SELECT item_id, model FROM raw_requests
+                    WHERE request_id IN (SELECT request_id FROM changed_parses)) t
+        JOIN raw_items i USING (item_id)""",
+}
+
+# For each view, the relation its rows of a key are computed from (every row of that relation with
+# the key, and no other) and what that relation reads as it is: while a key's rows are recomputed,
+# the relation reads only the changed keys' rows.
+SCOPES = {
+    "latest_parses": ("all_parses", "raw_parses"),
+    "trial_scores": ("all_scores", "raw_scores"),
+    "family_trials": ("trial_scores", "lake_table('trial_scores')"),
+}
+
+_LOCK = threading.Lock()  # one refresh at a time in a process (other processes: DuckLake's conflicts)
+
+
+def refresh(lake: Lake, full: bool = False) -> dict[str, Any]:
+    """Bring the lake's materialised tables up to date with what changed since the last refresh
+    (all of it when ``full``, never refreshed, or their SQL changed); returns what it did:
+    ``full``, ``snapshot`` (the one taken in), ``keys`` (recomputed per view) and ``seconds``."""
+    started = time.perf_counter()
+    with _LOCK, contextlib.closing(connect(limits=lake.limits)) as con:
+        lake.ensure()
+        lake.attach(con, read_only=False)
+        _create_tables(lake, con)
+        # only what the refresh reads: binding every view costs half a second
+        lake.create_views(con, " ".join([*materialised_names(), *CHANGED_KEYS.values()]), materialised=True)
+        try:
+            done = ducklake.retrying(lambda: _refresh_once(con, full))
+        except _ChangesUnknown as exc:
+            log.warning("refresh: %s: rebuilding", exc)
+            done = ducklake.retrying(lambda: _refresh_once(con, True))
+    log.info("refresh: %s", done)
+    return {**done, "seconds": time.perf_counter() - started}
+
+
+def _create_tables(lake: Lake, con: duckdb.DuckDBPyConnection) -> None:
+    """The mark table and, empty, each materialised table the lake lacks (their columns: their
+    views' over the raw lake), so that the views over them can be created."""
+    have = set(ducklake.lake_tables(con))
+    missing = [name for name in materialised_names() if name not in have]
+    if MARK_TABLE in have and not missing:
+        return
+    lake.create_views(con, " ".join(materialised_names()), materialised=False)
+    statements = [f"CREATE TABLE IF NOT EXISTS {ALIAS}.main.{MARK_TABLE} ({materialised.MARK_COLUMNS})"]
+    statements += [f"CREATE TABLE IF NOT EXISTS {ALIAS}.main.{name} AS SELECT * FROM {name} LIMIT 0" for name in missing]
+    for statement in statements:  # each its own commit: an empty table without a mark is not current
+        ducklake.retrying(lambda: con.execute(statement))
+
+
+def _refresh_once(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
+    con.execute("BEGIN")
+    try:
+        done = _within(con, full)
+        con.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+    return done
+
+
+def _within(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
+    """The refresh inside its transaction: the snapshot it reads is the one it takes in."""
+    snapshot = con.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')").fetchone()[0]
+    last = materialised.mark(con)
+    full = full or last is None or last[1] != materialised.definition_digest()
+    keys: dict[str, int] = {}
+    if not full:
+        if not materialised.changed_since(con, last[0]):  # the mark stays: no source changed since it
+            return {"full": False, "snapshot": last[0], "keys": keys}
+        _changes(con, last[0] + 1, snapshot)
+    for stmt in materialised_statements():
+        (name,) = stmt.defines
+        if full:
+            con.execute(f"CREATE OR REPLACE TABLE {ALIAS}.main.{name} AS SELECT * FROM {FROM_RAW.format(name)}")
+        else:
+            keys[name] = _recompute(con, name, stmt.key)
+    con.execute(f"INSERT INTO {ALIAS}.main.{MARK_TABLE} VALUES (?, ?, ?, ?, ?)",
+                [snapshot, materialised.definition_digest(), full, sum(keys.values()), now_utc()])
+    return {"full": full, "snapshot": snapshot, "keys": keys}
+
+
+def _recompute(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...]) -> int:
+    """Replace the rows of the keys the changes touch in the lake table ``name``; returns how many keys.
+
+    Its definition runs with the relation it is computed from (:data:`SCOPES`) restricted to those
+    keys, so the work follows the change rather than the size of the lake."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE refresh_keys AS {CHANGED_KEYS[name]}")
+    n_keys = con.execute("SELECT count(*) FROM refresh_keys").fetchone()[0]
+    if not n_keys:
+        return 0
+
+    def match(alias: str) -> str:
+        return " AND ".join(f"{alias}.{column} IS NOT DISTINCT FROM k.{column}" for column in key)
+
+    con.execute(f"DELETE FROM {ALIAS}.main.{name} r USING refresh_keys k WHERE {match('r')}")
+    # A temporary view shadows the view of its name, in the views that read it too; and unlike
+    # that view, it may be created in a transaction that writes to the lake.
+    view, source = SCOPES[name]
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT s.* FROM {source} s SEMI JOIN refresh_keys k ON {match('s')}")
+    try:
+        con.execute(f"INSERT INTO {ALIAS}.main.{name} SELECT * FROM {FROM_RAW.format(name)}")
+    finally:
+        con.execute(f"DROP VIEW temp.main.{view}")
+    return n_keys
+
+
+class _ChangesUnknown(Exception):
+    """DuckLake cannot list the changes since the mark (a snapshot expired since): rebuild."""
+
+
+def _changes(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
+    """Load the rows of each source table inserted or deleted in snapshots ``first`` to ``last``
+    into ``changed_<table>``; raises _ChangesUnknown when DuckLake cannot say."""
+    for table in sorted(materialised.source_tables()):
+        if first > last:
+            query = f"SELECT * FROM {ALIAS}.main.{table} LIMIT 0"
+        else:
+            query = f"SELECT * FROM ducklake_table_changes('{ALIAS}', 'main', '{table}', {first}, {last})"
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE changed_{table} AS {query}")
+        except duckdb.InvalidInputException as exc:
+            raise _ChangesUnknown(f"the changes of {table} since snapshot {first - 1} are unknown ({exc})") from None
