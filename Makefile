@@ -67,6 +67,15 @@ install: $(STAMP) $(DUCKDB_1X)/.installed $(INSPECT_VENV)/.installed
 sweep: install
 	$(VENV)/bin/invarbench sweep --config $(CONFIG)
 
+# Both test targets run on TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: in this process, one
+# test at a time). More workers than cores pay off: many tests wait on a server, a model or a
+# process rather than compute. --dist loadfile hands each worker a whole test file at a time, so a
+# module's fixtures (a swept warehouse, the S3 server, a report) are built once; the session's
+# servers (the Prefect test server, PostgreSQL, the Prefect server with workers of `ops`) start on
+# each worker that needs them, each on its own free port and folder.
+TEST_WORKERS ?= 3
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+
 test: install
 	# The report test opens the HTML in a real headless Chromium, from Debian's packages.
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
@@ -75,7 +84,7 @@ test: install
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
 		|| (apt-get update -qq && apt-get install -y -qq postgresql >/dev/null) \
 		|| echo "postgresql could not be installed (apt-get install postgresql): the Postgres catalog tests will fail"
-	$(PY) -m pytest -q -ra --durations=30
+	$(PY) -m pytest -q -ra --durations=30 $(PARALLEL)
 
 # The edit loop: every test not marked slow. It leaves out what starts a process of its own (a
 # sweep stopped or killed by a signal, every module imported afresh, Inspect AI's command), the
@@ -83,7 +92,7 @@ test: install
 # waits that are the point of a test (a rate limit, a stall, Retry-After, a claim's lease, a model
 # answering in a second) and the full presets of every suite; `make test` runs them all.
 test-fast: install
-	$(PY) -m pytest -q -ra -m "not slow"
+	$(PY) -m pytest -q -ra -m "not slow" $(PARALLEL)
 
 # Every figure of bench/README.md into bench/results.md (about 5-6 hours on 2 cores);
 # BENCH_SCALE=small runs them all at 1/100 in about 20 minutes (bench/results-small.md).
