@@ -17,7 +17,7 @@ from flows.cli import app
 from tasks.lake.lake import Lake
 from tasks.lake.quarantine import FOLDER, quarantined
 from tasks.lake.writes import write_rows
-from tasks.runs.check import check_lake, data_files
+from tasks.check import check_lake, data_files
 
 ROWS = 1000  # per commit: enough for a data file of its own (DuckLake inlines small inserts in the catalog)
 
