@@ -76,9 +76,11 @@ def test_a_slow_model_does_not_hold_back_a_fast_one(tmp_path):
 
 def test_a_models_budget_stops_its_calls_while_the_others_go_on(tmp_path):
     """$1 per completion token, 5 tokens per answer, max_tokens 8: a $30 cap on one model lets 5
-    of its answers through; the other model, slower and uncapped, answers all 12."""
+    of its answers through; the other model, slower and uncapped, answers all 12. Its 0.5 s per
+    answer (3 s in all at concurrency 2) leaves the capped model's five quick answers far behind,
+    however loaded the machine, so what is counted after them is the uncapped model going on."""
     priced = {"input_cost_per_mtok": 0.0, "output_cost_per_mtok": 1e6, "max_tokens": 8}
-    capped, free = FakeProvider(), FakeProvider(delay_s=0.2)
+    capped, free = FakeProvider(), FakeProvider(delay_s=0.5)
     with FakeServer(capped) as c, FakeServer(free) as f:
         cfg = two_model_config(tmp_path, {
             "capped": {"api_base": c.api_base, "concurrency": 1, "max_cost_usd": 30.0, **priced},
