@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import tasks.analysis.stats  # noqa: F401  - registers the stats tables until ta
 from tasks.lake.lake import Lake
 from tasks.lake.views import query
 from tasks.lake.writes import write_rows
+from tasks.models.spool import spool_dir
 from tasks.records import content_hash, now_utc
 
 RUN = "run-fixture"
@@ -131,3 +132,13 @@ class LakeBuilder:
 def status_of(correct: bool) -> str:
     """``correct`` or ``wrong``."""
     return "correct" if correct else "wrong"
+
+
+def spooled_ok(tmp_path) -> Counter:
+    """Per model, the ok answers in the lake's spool (tasks.models.spool) that its tables lack."""
+    lake = Lake(str(tmp_path / "wh" / "lake"))
+    rows = {r["response_id"]: r for path in spool_dir(lake).glob("*.jsonl")
+            for r in map(json.loads, [line for line in path.read_text().splitlines() if line.endswith("}")])
+            if r["status"] == "ok"}  # (a line cut by the kill: never a whole answer)
+    stored = {r["response_id"] for r in lake.read("SELECT response_id FROM responses")}
+    return Counter(r["model"] for rid, r in rows.items() if rid not in stored)

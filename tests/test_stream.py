@@ -6,17 +6,16 @@ nothing here measures wall time. Prefect, DuckDB and Parquet are real; only the 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pytest
 from conftest import TEST_CLAIM_SETTLE_S, process_env, sigkill_sweep_when, write_config
 from fakes import FakeProvider, FakeServer
+from lake_fixtures import spooled_ok
 
 from flows.sweep import sweep
 from tasks.lake.lake import Lake
 from tasks.models.cost import BudgetExceeded
-from tasks.models.spool import spool_dir
 
 
 def two_model_config(tmp_path, models: dict[str, dict], n_max: int, sweep_extra: dict | None = None):
@@ -94,16 +93,6 @@ def test_a_models_budget_stops_its_calls_while_the_others_go_on(tmp_path):
     # What both models answered was parsed and scored before the run ended.
     assert per_model(tmp_path, "SELECT model, count(*) AS n FROM latest_scores WHERE status = 'correct' GROUP BY model") == {
         "capped": 5, "free": 12}
-
-
-def spooled_ok(tmp_path) -> Counter:
-    """Per model, the ok answers in the lake's spool (tasks.models.spool) that its tables lack."""
-    lake = Lake(str(tmp_path / "wh" / "lake"))
-    rows = {r["response_id"]: r for path in spool_dir(lake).glob("*.jsonl")
-            for r in map(json.loads, [line for line in path.read_text().splitlines() if line.endswith("}")])
-            if r["status"] == "ok"}  # (a line cut by the kill: never a whole answer)
-    stored = {r["response_id"] for r in lake.read("SELECT response_id FROM responses")}
-    return Counter(r["model"] for rid, r in rows.items() if rid not in stored)
 
 
 @pytest.mark.slow  # a sweep in a process of its own
