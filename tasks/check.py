@@ -22,12 +22,11 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterator
 
 import duckdb
-import pyarrow as pa
 
 from tasks import progress
 from tasks.items.generate import item_from_row
 from tasks.lake.lake import Lake
-from tasks.lake.quarantine import quarantined
+from tasks.lake.quarantine import quarantined, read_error
 from tasks.lake.schemas import SCHEMAS
 from tasks.models.call import request_from_row
 from tasks.records import Item
@@ -97,18 +96,15 @@ def data_files(lake: Lake) -> list[str]:
 
 
 def unreadable_files(lake: Lake, paths: list[str]) -> list[dict[str, Any]]:
-    """The files among ``paths`` that do not read to the end (footer, then every row group), each
-    with the first line of its error. Read through the lake's connection, so an object-store
+    """The files among ``paths`` that do not read to the end (:func:`tasks.lake.quarantine.read_error`),
+    each with the first line of its error. Read through the lake's connection, so an object-store
     lake's files are read with its credentials."""
     bad = []
     with progress.stage("check: data files", len(paths)) as advance, lake.connect("") as con:
         for path in paths:
-            try:
-                reader = con.execute("SELECT * FROM read_parquet(?)", [path]).to_arrow_reader(10_000)
-                for _ in reader:  # a batch at a time: large files stay out of memory
-                    pass
-            except (duckdb.Error, OSError, pa.ArrowException) as exc:
-                bad.append({"file": path, "error": str(exc).splitlines()[0]})
+            error = read_error(con, path)
+            if error is not None:
+                bad.append({"file": path, "error": error})
             advance(1)
     return bad
 

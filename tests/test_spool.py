@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 from flows.cli import app
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
-from tasks.models.spool import Spool, replay, spool_dir
-from tasks.models.stream import ResponseWriter
+from tasks.models.spool import ResponseWriter, Spool, replay, spool_dir
 from tasks.records import Response
 
 KILL_AFTER = 4  # calls of the first wave (the concurrency); the next call means one of them was received

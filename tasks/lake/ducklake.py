@@ -52,6 +52,11 @@ def retrying(work: Callable[[], T], attempts: int = 20) -> T:
     raise AssertionError("unreachable")
 
 
+def attached(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the lake is attached to ``con`` (as :data:`ALIAS`)."""
+    return con.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [ALIAS]).fetchone()[0] > 0
+
+
 def lake_tables(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
     """The tables of the attached lake, each with its column names."""
     columns: dict[str, set[str]] = {}

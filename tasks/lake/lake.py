@@ -35,6 +35,13 @@ log = logging.getLogger(__name__)
 PRE_DUCKLAKE = "_pre_ducklake"
 
 
+def _reads_materialised(con: duckdb.DuckDBPyConnection, statements: Sequence[Any], needed: Sequence[int]) -> bool:
+    """Whether the views ``needed`` (indexes into ``statements``) read the lake's materialised
+    tables: some of them are materialised, and those tables are current (a write since the last
+    refresh makes them stale, and the views then read the raw lake)."""
+    return any(statements[i].key for i in needed) and is_current(con)
+
+
 class Lake:
     """The lake at ``location``: a local folder or an object-store URL (``s3://bucket/prefix``,
     with the endpoint and region as a query string, see ``Config.lake_path``). Every table is a
@@ -191,13 +198,9 @@ class Lake:
             if "creating a new DuckLake is explicitly disabled" not in str(exc):
                 raise
 
-    @staticmethod
-    def _attached(con: duckdb.DuckDBPyConnection) -> bool:
-        return ducklake.ALIAS in {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
-
     def absent_tables(self, con: duckdb.DuckDBPyConnection | None = None) -> frozenset[str]:
         """The tables the lake attached to ``con`` lacks (every table when it has no catalog)."""
-        if con is None or not self._attached(con):
+        if con is None or not ducklake.attached(con):
             return frozenset(SCHEMAS)
         return frozenset(SCHEMAS) - set(ducklake.lake_tables(con))
 
@@ -219,7 +222,7 @@ class Lake:
         absent = self.absent_tables(con)
         needed = _needed(statements, sql)
         if materialised is None:
-            materialised = any(statements[i].key for i in needed) and is_current(con)
+            materialised = _reads_materialised(con, statements, needed)
         for i in needed:
             con.execute(_lake_sql(statements[i], absent, materialised))
 
@@ -250,14 +253,13 @@ class Lake:
                     self.attach(con)
                 else:
                     self._attach_writable(con)
-                self._reader = (con, {}, self._attached(con))
+                self._reader = (con, {}, ducklake.attached(con))
             con, created, _ = self._reader
             statements = _sql_statements()
             # a read-only lake may gain a table another process creates: its views then read it
             absent = self.absent_tables(con) if self.read_only else frozenset()
             needed = _needed(statements, sql)
-            # a write since the last refresh makes the materialised tables stale: read the raw lake
-            current = any(statements[i].key for i in needed) and is_current(con)
+            current = _reads_materialised(con, statements, needed)
             for i in needed:
                 made = (absent, current and bool(statements[i].key))
                 if created.get(i) != made:

@@ -16,7 +16,7 @@ import re
 
 import duckdb
 
-from tasks.lake.ducklake import ALIAS, lake_tables
+from tasks.lake.ducklake import ALIAS, attached, lake_tables
 from tasks.lake.sql import SQL_DIR, _sql_statements, materialised_statements
 
 # One row per refresh: the snapshot whose changes it took in, the digest of its SQL, whether it rebuilt all.
@@ -66,8 +66,7 @@ def definition_digest() -> str:
 def mark(con: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
     """The snapshot the last refresh took in and the digest of its SQL, on ``con`` where the lake
     is attached; None when never refreshed (or a materialised table is missing)."""
-    attached = {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
-    if ALIAS not in attached or not {MARK_TABLE, *materialised_names()} <= set(lake_tables(con)):
+    if not attached(con) or not {MARK_TABLE, *materialised_names()} <= set(lake_tables(con)):
         return None
     row = con.execute(f"SELECT snapshot_id, sql_sha256 FROM {ALIAS}.main.{MARK_TABLE} "
                       "ORDER BY snapshot_id DESC LIMIT 1").fetchone()

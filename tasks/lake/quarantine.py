@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import duckdb
+import pyarrow as pa
 
 from tasks.lake.ducklake import ALIAS, lake_tables, retrying
 
@@ -62,7 +63,7 @@ def unreadable_file(con: duckdb.DuckDBPyConnection, exc: duckdb.Error) -> tuple[
     for table in lake_tables(con):
         files = {f for (f,) in con.execute(f"SELECT data_file FROM ducklake_list_files('{ALIAS}', ?)", [table]).fetchall()}
         for path in paths:
-            if path in files and not _reads(con, path):
+            if path in files and read_error(con, path) is not None:
                 return table, path
     return None
 
@@ -72,14 +73,16 @@ def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
     return row is None or bool(row[0])
 
 
-def _reads(con: duckdb.DuckDBPyConnection, path: str) -> bool:
+def read_error(con: duckdb.DuckDBPyConnection, path: str) -> str | None:
+    """The first line of the error that reading the data file ``path`` to its end (footer, then
+    every row group) meets on ``con``, or None when it reads."""
     try:
         reader = con.execute("SELECT * FROM read_parquet(?)", [path]).to_arrow_reader(10_000)
         for _ in reader:  # a batch at a time: large files stay out of memory
             pass
-    except duckdb.Error:
-        return False
-    return True
+    except (duckdb.Error, OSError, pa.ArrowException) as exc:
+        return str(exc).splitlines()[0]
+    return None
 
 
 def quarantine(con: duckdb.DuckDBPyConnection, table: str, path: str, why: BaseException) -> Path:

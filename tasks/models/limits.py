@@ -33,7 +33,6 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from tasks.models.config import ModelConfig
 from tasks.records import content_hash
-from tasks.runs import stopping
 
 PREFIX = "invarbench"
 
@@ -150,7 +149,6 @@ class SharedLimiter:
             for spec in self._rates:
                 await rate_limit(spec.name, occupy=spec.slots(tokens), strict=True)
             async with concurrency(self._concurrency.name, occupy=1, strict=True):
-                stopping.raise_if_requested()  # the shared slot may come after a stop: no call then
                 return await call()
         except ConcurrencySlotAcquisitionError as exc:
             raise SharedLimitError(f"{exc}; create the limits with `make deploy`") from exc

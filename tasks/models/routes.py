@@ -157,8 +157,6 @@ class RateLimiter:
             generation = self._generation
         try:
             await self._pace(tokens, lock)
-            # A slot or the pacing may be waited for long: a stop requested meanwhile starts no call.
-            stopping.raise_if_requested()
             result = await call()
         except Exception as exc:
             if is_throttle(exc):
@@ -305,7 +303,14 @@ class Caller:
             kwargs: dict[str, Any] = dict(body, model=self.cfg.model, timeout=self.cfg.timeout_s, num_retries=0, max_retries=0,
                                           **self.server(api_key))
             send = lambda: litellm.acompletion(**kwargs)  # noqa: E731
-        return await self.limiter.run(tokens, lambda: asyncio.wait_for(send(), timeout=self.cfg.timeout_s + 5))
+
+        async def attempt() -> Any:
+            # Every limit (pacing, local and shared slots) may be waited for long: a stop requested
+            # meanwhile starts no call.
+            stopping.raise_if_requested()
+            return await asyncio.wait_for(send(), timeout=self.cfg.timeout_s + 5)
+
+        return await self.limiter.run(tokens, attempt)
 
     async def call(self, request: Request) -> Response:
         """Send one request with retries; always returns a Response (``ok`` or ``error``)."""

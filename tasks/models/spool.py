@@ -1,6 +1,6 @@
 """Answers made durable the moment they arrive: a local append-only spool of responses.
 
-The call stage writes responses to the lake in batches (``tasks.models.stream.ResponseWriter``):
+The call stage writes responses to the lake in batches (:class:`ResponseWriter`, by size or time):
 one DuckLake commit per response would cost a commit each (tens of milliseconds). A process killed
 outright (SIGKILL, the OOM killer) would lose the answers of its current batch, already paid, and
 the next sweep would pay for them again. So each response is also appended to a :class:`Spool`
@@ -20,6 +20,7 @@ are paid again there, as before).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import fcntl
 import hashlib
@@ -28,17 +29,22 @@ import logging
 import os
 import tempfile
 import threading
+import time
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models.call import lookup_ledger
+from tasks.records import Response
 
 log = logging.getLogger(__name__)
 
 SYNC_SECONDS = 0.05  # how long an answer may sit in the page cache before it is on disk
+FLUSH_ROWS = 500  # responses per file at most
+FLUSH_SECONDS = 2.0  # a buffered response waits at most this long for its file
 _REPLAYING = threading.Lock()  # one replay at a time in a process: another stream waits for it
 
 
@@ -104,6 +110,62 @@ class Spool:
             self.path.unlink(missing_ok=True)  # before the lock goes: a replayer never finds it half-gone
         os.close(self.fd)
         self.fd = None
+
+
+class ResponseWriter:
+    """Buffers responses and writes them as one file by size or time, in a thread; each response
+    is also in a spool segment (tasks.models.spool) from its arrival until its file is committed."""
+
+    def __init__(self, lake: Lake):
+        self.lake = lake
+        self.buffer: list[dict[str, Any]] = []
+        self.segment: Spool | None = None  # holds what the buffer holds
+        self.writes: set[asyncio.Future[Any]] = set()
+
+    def add(self, resp: Response) -> None:
+        """Buffer one response (spooled at once); a full buffer is written at once."""
+        row = asdict(resp)
+        if self.segment is None:
+            self.segment = Spool(self.lake)
+        self.segment.add(row)
+        self.buffer.append(row)
+        if len(self.buffer) >= FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Start writing what is buffered, without waiting for it."""
+        if self.buffer:
+            assert self.segment is not None
+            rows, segment, self.buffer, self.segment = self.buffer, self.segment, [], None
+            write = asyncio.ensure_future(asyncio.to_thread(self._write, rows, segment))
+            self.writes.add(write)
+
+    def _write(self, rows: list[dict[str, Any]], segment: Spool) -> None:
+        failed = True  # then the segment is kept: the next sweep stores its answers
+        try:
+            write_rows(self.lake, "responses", rows)
+            failed = False
+        finally:
+            segment.close(keep=failed)
+
+    async def tick(self) -> None:
+        """Write what is buffered every FLUSH_SECONDS (a slow model's answers are not held back),
+        and put the spool on disk every SYNC_SECONDS."""
+        last_flush = time.monotonic()
+        while True:
+            await asyncio.sleep(SYNC_SECONDS)
+            if self.segment is not None:
+                await asyncio.to_thread(self.segment.sync)
+            if time.monotonic() - last_flush >= FLUSH_SECONDS:
+                last_flush = time.monotonic()
+                self.flush()
+
+    async def drain(self) -> None:
+        """Write what is buffered and wait for every write started so far, another drain's too (its rows may hold ours)."""
+        self.flush()
+        writes = list(self.writes)
+        await asyncio.gather(*writes)
+        self.writes.difference_update(writes)
 
 
 def _iso(value: Any) -> str:

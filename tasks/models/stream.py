@@ -10,8 +10,8 @@ queue is bounded, so a chunk never builds far ahead of what the workers can send
 Several streams run in one event loop at the same time (:func:`run_streams`): each model has its
 own limiter, so a slow or throttled model never holds back another. Lake work (recording
 requests, ledger look-ups, claims, writing responses) runs in threads so the event loop keeps
-sending; responses are buffered and written by size or every :data:`FLUSH_SECONDS`, not one file
-per response, and spooled to local disk as they arrive (:mod:`tasks.models.spool`: a process killed
+sending; responses are buffered and written by size or time, not one file per response, and
+spooled to local disk as they arrive (:class:`tasks.models.spool.ResponseWriter`: a process killed
 outright loses no answer it received). When a chunk's
 calls are done and its responses are in the lake, ``on_chunk(index)`` tells the caller, which
 parses and scores it while the stream goes on.
@@ -43,7 +43,7 @@ from tasks.models.claims import Claims
 from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, estimate_cost
 from tasks.models.routes import Caller, route_for
-from tasks.models.spool import SYNC_SECONDS, Spool, replay
+from tasks.models.spool import ResponseWriter, replay
 from tasks.records import Request, Response, step_plan
 from tasks.runs import stopping
 from tasks.runs.config import SweepConfig
@@ -51,66 +51,8 @@ from tasks.runs.lifecycle import mark_stale_crashed
 from tasks.scoring import parse as parsing
 
 LOOKAHEAD = 3  # chunks in progress at once per model: one sending, the next ones queued behind it
-FLUSH_ROWS = 500  # responses per file at most
-FLUSH_SECONDS = 2.0  # a buffered response waits at most this long for its file
 
 Chunks = Sequence[tuple[int, Sequence[dict[str, Any]]]]
-
-
-class ResponseWriter:
-    """Buffers responses and writes them as one file by size or time, in a thread; each response
-    is also in a spool segment (tasks.models.spool) from its arrival until its file is committed."""
-
-    def __init__(self, lake: Lake):
-        self.lake = lake
-        self.buffer: list[dict[str, Any]] = []
-        self.segment: Spool | None = None  # holds what the buffer holds
-        self.writes: set[asyncio.Future[Any]] = set()
-
-    def add(self, resp: Response) -> None:
-        """Buffer one response (spooled at once); a full buffer is written at once."""
-        row = asdict(resp)
-        if self.segment is None:
-            self.segment = Spool(self.lake)
-        self.segment.add(row)
-        self.buffer.append(row)
-        if len(self.buffer) >= FLUSH_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        """Start writing what is buffered, without waiting for it."""
-        if self.buffer:
-            assert self.segment is not None
-            rows, segment, self.buffer, self.segment = self.buffer, self.segment, [], None
-            write = asyncio.ensure_future(asyncio.to_thread(self._write, rows, segment))
-            self.writes.add(write)
-
-    def _write(self, rows: list[dict[str, Any]], segment: Spool) -> None:
-        failed = True  # then the segment is kept: the next sweep stores its answers
-        try:
-            write_rows(self.lake, "responses", rows)
-            failed = False
-        finally:
-            segment.close(keep=failed)
-
-    async def tick(self) -> None:
-        """Write what is buffered every FLUSH_SECONDS (a slow model's answers are not held back),
-        and put the spool on disk every SYNC_SECONDS."""
-        last_flush = time.monotonic()
-        while True:
-            await asyncio.sleep(SYNC_SECONDS)
-            if self.segment is not None:
-                await asyncio.to_thread(self.segment.sync)
-            if time.monotonic() - last_flush >= FLUSH_SECONDS:
-                last_flush = time.monotonic()
-                self.flush()
-
-    async def drain(self) -> None:
-        """Write what is buffered and wait for every write started so far, another drain's too (its rows may hold ours)."""
-        self.flush()
-        writes = list(self.writes)
-        await asyncio.gather(*writes)
-        self.writes.difference_update(writes)
 
 
 @dataclass
