@@ -134,9 +134,8 @@ def status_of(correct: bool) -> str:
     return "correct" if correct else "wrong"
 
 
-def spooled_ok(tmp_path) -> Counter:
-    """Per model, the ok answers in the lake's spool (tasks.models.spool) that its tables lack."""
-    lake = Lake(str(tmp_path / "wh" / "lake"))
+def spooled_ok(lake: Lake) -> Counter:
+    """Per model, the ok answers in ``lake``'s spool (tasks.models.spool) that its tables lack."""
     rows = {r["response_id"]: r for path in spool_dir(lake).glob("*.jsonl")
             for r in map(json.loads, [line for line in path.read_text().splitlines() if line.endswith("}")])
             if r["status"] == "ok"}  # (a line cut by the kill: never a whole answer)

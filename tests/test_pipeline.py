@@ -197,7 +197,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
         stored = lake_query(tmp_path / "wh", "SELECT count(*) AS n FROM responses WHERE status = 'ok'")[0]["n"]
         assert stored >= 1
         # answers received but not yet in a file are in the spool: the rerun stores them, not sends them
-        stored += sum(spooled_ok(tmp_path).values())
+        stored += sum(spooled_ok(Lake(str(tmp_path / "wh" / "lake"))).values())
 
         state.delay_s = 0.0  # the slow answers only had to keep the killed sweep busy
         summary = sweep(str(cfg))

@@ -10,8 +10,9 @@ import signal
 import time
 import uuid
 
+from conftest import fake_model_config
 from fakes import FakeProvider, FakeServer
-from test_stopping import N_ITEMS, config, finish, lake_query, start_sweep
+from test_stopping import N_ITEMS, finish, lake_query, start_sweep
 from typer.testing import CliRunner
 
 from flows.cli import app
@@ -20,7 +21,11 @@ from tasks.lake.writes import write_rows
 from tasks.models.spool import ResponseWriter, Spool, replay, spool_dir
 from tasks.records import Response
 
-KILL_AFTER = 4  # calls of the first wave (the concurrency); the next call means one of them was received
+# One call at a time: a worker takes its next call only after it spooled the answer of its last
+# (ModelStream._worker), so the server seeing the second call means the first answer is on disk.
+# With several calls at once, answers the server sent but the killed process had not read yet
+# would be paid again too, and the server cannot tell those from the answers it received.
+KILL_AFTER = 1
 
 
 def response(request_id: str, status: str = "ok") -> dict:
@@ -67,12 +72,13 @@ def test_a_segment_is_deleted_once_its_batch_is_in_the_lake(tmp_path):
 
 
 def test_a_sigkilled_sweep_pays_again_only_the_calls_it_had_in_flight(tmp_path):
-    """Killed as soon as a worker took a second call, so just after it received its first answer
+    """Killed as soon as the worker took a second call, so just after it spooled its first answer
     (well within the call stage's 2 s batch), then resumed: each request is paid once, but for
-    the calls in flight at the kill."""
+    the call in flight at the kill."""
     state = FakeProvider(delay_s=0.5)
     with FakeServer(state) as fake:
-        cfg = config(tmp_path, fake.api_base)
+        cfg = fake_model_config(tmp_path, fake.api_base, n_max=5 * N_ITEMS,
+                                model_extra={"concurrency": 1, "shared_limits": False})
         proc = start_sweep(cfg)
         deadline = time.monotonic() + 300
         while len(state.seen) <= KILL_AFTER and proc.poll() is None and time.monotonic() < deadline:

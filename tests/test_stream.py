@@ -45,8 +45,10 @@ def per_model(tmp_path, sql):
 @pytest.mark.slow  # a model whose answers take a second, in real time
 def test_a_slow_model_does_not_hold_back_a_fast_one(tmp_path):
     """Batches of 2 items, concurrency 4: the fast model has 4 requests in flight (so several
-    batches at once: no drain at batch boundaries), runs beside the slow one and ends first."""
-    fast, slow = FakeProvider(delay_s=0.05), FakeProvider(delay_s=1.0)
+    batches at once: no drain at batch boundaries), runs beside the slow one and ends first. Its
+    0.3 s per answer leaves the next batches time to record and claim their requests (a few
+    DuckLake commits, slower on a loaded machine) while the calls of one are in flight."""
+    fast, slow = FakeProvider(delay_s=0.3), FakeProvider(delay_s=1.2)
     with FakeServer(fast) as f, FakeServer(slow) as s:
         cfg = two_model_config(tmp_path, {"slow": {"api_base": s.api_base, "concurrency": 2},
                                           "fast": {"api_base": f.api_base, "concurrency": 4}},
@@ -116,7 +118,7 @@ def test_resume_after_a_kill_in_the_middle_of_a_multi_model_stream(tmp_path):
         stored = per_model(tmp_path, "SELECT model, count(*) AS n FROM responses WHERE status = 'ok' GROUP BY model")
         assert stored["a"] >= 1 and stored["b"] >= 1
         # answers received but not yet in a file are in the spool: the rerun stores them, not sends them
-        stored = Counter(stored) + spooled_ok(tmp_path)
+        stored = Counter(stored) + spooled_ok(Lake(str(tmp_path / "wh" / "lake")))
 
         a.delay_s = b.delay_s = 0.0
         two_model_config(tmp_path, models, n_max=100, sweep_extra={"batch_size": 4})
