@@ -18,8 +18,10 @@ LIMIT = 8
 
 
 def limited_provider() -> FakeProvider:
-    """A provider that answers 429 (Retry-After: 1) to every request arriving while more than 8 are in flight."""
-    state = FakeProvider(delay_s=0.05)
+    """A provider that answers 429 (Retry-After: 1) to every request arriving while more than 8 are in flight.
+    Its 0.5 s per answer keeps that many in flight even when a loaded machine sends slowly: at 0.05 s
+    a sweep on three busy test workers sent too slowly to ever have nine out at once."""
+    state = FakeProvider(delay_s=0.5)
     state.fault = lambda content, attempt: "429" if state.in_flight > LIMIT else None
     return state
 
