@@ -34,27 +34,28 @@ def corrupt(path: str) -> None:
 
 @contextlib.contextmanager
 def stored(kind: str, tmp_path: Path, request) -> Iterator[tuple[str, str | None, Callable[[str], None]]]:
-    """A lake's location and catalog (None: the default SQLite beside a local lake) and how to
-    corrupt one of its data files: a local folder, a local folder with a PostgreSQL catalog, or
-    the moto S3 server's bucket (its object overwritten through boto3) with a local SQLite catalog."""
-    if kind == "local":
-        yield str(tmp_path / "lake"), None, corrupt
-    elif kind == "postgres":
-        postgres = request.getfixturevalue("postgres")
-        yield str(tmp_path / "lake"), f"postgres:{postgres.create_database(f'quarantine_{tmp_path.name}')}", corrupt
-    else:
-        import s3_server
+    """A lake's location and catalog and how to corrupt one of its data files, for ``kind``
+    "<data>-<catalog>": the data in a local folder or the moto S3 server's bucket (an object
+    overwritten through boto3), the catalog the default SQLite file (a local one beside an
+    object-store lake) or a database of the session's PostgreSQL."""
+    data, catalog = kind.split("-")
+    if catalog == "postgres":
+        catalog = f"postgres:{request.getfixturevalue('postgres').create_database(f'quarantine_{tmp_path.name}')}"
+    if data == "local":
+        yield str(tmp_path / "lake"), None if catalog == "sqlite" else catalog, corrupt
+        return
+    import s3_server
 
-        with running_s3_server(tmp_path / "moto.log") as s3:
-            def corrupt_object(url: str) -> None:
-                key = url.split(f"{s3_server.BUCKET}/", 1)[1]
-                body = s3.client().get_object(Bucket=s3_server.BUCKET, Key=key)["Body"].read()
-                s3.client().put_object(Bucket=s3_server.BUCKET, Key=key, Body=body[:-64] + b"\0" * 64)
-            yield s3.lake("quarantine"), f"sqlite:{tmp_path / 'catalog.sqlite'}", corrupt_object
+    with running_s3_server(tmp_path / "moto.log") as s3:
+        def corrupt_object(url: str) -> None:
+            key = url.split(f"{s3_server.BUCKET}/", 1)[1]
+            body = s3.client().get_object(Bucket=s3_server.BUCKET, Key=key)["Body"].read()
+            s3.client().put_object(Bucket=s3_server.BUCKET, Key=key, Body=body[:-64] + b"\0" * 64)
+        yield s3.lake("quarantine"), f"sqlite:{tmp_path / 'catalog.sqlite'}" if catalog == "sqlite" else catalog, corrupt_object
 
 
-@pytest.mark.parametrize("kind", ["local", pytest.param("postgres", marks=pytest.mark.slow),
-                                  pytest.param("s3", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", ["local-sqlite", *(pytest.param(k, marks=pytest.mark.slow)
+                                                    for k in ("local-postgres", "s3-sqlite", "s3-postgres"))])
 def test_an_unreadable_file_is_quarantined_and_queries_go_on_without_it(kind, tmp_path, caplog, request):
     with stored(kind, tmp_path, request) as (location, catalog, damage):
         lake = Lake(location, catalog=catalog)
