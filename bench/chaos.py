@@ -45,8 +45,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import httpx  # noqa: E402
 from fakes import FakeProvider, FakeServer, count_ones_responder  # noqa: E402
 
-from bench import common  # noqa: E402
-from bench.run import commit, merge_section  # noqa: E402
+from bench import chaos_kills, common  # noqa: E402
+from bench.chaos_report import TITLE, markdown  # noqa: E402
+from bench.run import merge_section  # noqa: E402
 
 KINDS = ("SIGKILL", "SIGTERM", "SIGINT", "cancel")
 EXIT_CODES = {"SIGKILL": -9, "SIGTERM": 143, "SIGINT": 130, "cancel": 143}
@@ -54,21 +55,21 @@ RUN_STATUSES = {"SIGKILL": ("crashed", "failed"), **dict.fromkeys(("SIGTERM", "S
 MODELS = ("chaos-a", "chaos-b")
 WAIT_S = 600  # a guard against a sweep that hangs, not a measure
 LATE_S = 1.0  # a call the sweep began to send before a signal may reach the server this long after it
-TITLE = "## Chaos test (issue #30): a sweep stopped at random moments and resumed"
 
 
 class PayingProvider:
     """The fault server's behaviour, and what it was paid: one entry per call answered 200, with
-    the request (its whole body) and the sweep (``segment``) it came from."""
+    the sweep (``segment``) it came from, the request (its whole body) and the moment it was
+    answered (``time.monotonic``, as the answer is written)."""
 
     def __init__(self, latency_s: float):
         self.segment = 0
-        self.paid: list[tuple[int, str]] = []
+        self.paid: list[tuple[int, str, float]] = []
         self.state = FakeProvider(responder=self._answer, fault=self._fault, delay_s=latency_s)
 
     def _answer(self, body: dict) -> str:
         with self.state.lock:
-            self.paid.append((self.segment, json.dumps(body, sort_keys=True)))
+            self.paid.append((self.segment, json.dumps(body, sort_keys=True), time.monotonic()))
         return count_ones_responder(body)
 
     @staticmethod
@@ -92,6 +93,9 @@ class Stop:
     calls_after: int = 0  # calls the server saw from the stop to the sweep's exit
     late_calls: int = 0  # of those, new ones (no retry of a call sent before) more than LATE_S after it
     paid_again: int = 0  # requests first paid while this sweep ran and paid again by a later one
+    # a SIGKILL's answers written by the server before it but not taken in (bench/chaos_kills.py)
+    unread: int = 0
+    kill: dict[str, float] = field(default_factory=dict)  # chaos_kills.explain's figures
     exit_code: int | None = None
     exit_s: float | None = None  # from the stop to the sweep's exit
     left_running: int = 0  # processes the sweep started, alive 30 s after it ended
@@ -119,6 +123,7 @@ class Chaos:
     concurrency: int = 8  # per model
     expected: int = 0  # requests the sweep makes: items × models
     stops: list[Stop] = field(default_factory=list)
+    kills: dict[int, chaos_kills.Kill] = field(default_factory=dict)  # by stop: what a SIGKILL cut off
 
     def env(self) -> dict[str, str]:
         return common.env(self.workdir, **({"PREFECT_API_URL": self.api} if self.api else {}))
@@ -185,7 +190,7 @@ def wait_for_moment(chaos: Chaos, stop: Stop, proc: subprocess.Popen, started: f
     """Wait for the stop's moment (``stops_left`` counts it); False when the sweep ended first."""
     state = chaos.provider.state
     seen = len(state.seen)
-    left = max(0, chaos.expected - len({key for _, key in chaos.provider.paid}))
+    left = max(0, chaos.expected - len({key for _, key, _ in chaos.provider.paid}))
     # an equal share of what is left less the calls in flight: the later stops find calls to cut too
     calls = 1 + int(stop.share * max(0, left // stops_left - 2 * chaos.concurrency * len(MODELS)))
     while proc.poll() is None:
@@ -222,6 +227,8 @@ def stop_sweep(chaos: Chaos, stop: Stop, segment: int) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         stop.exit_s = time.monotonic() - started - stop.at_s
+        if stop.kind == "SIGKILL":  # before the next sweep replays its spool
+            chaos.kills[segment] = chaos_kills.after_kill(chaos.workdir / "wh" / "lake", stopped, chaos.sql)
         calls = chaos.provider.state.seen[seen:]
         sent = {json.dumps(c.body, sort_keys=True) for c in calls[:stop.calls_before]}  # their retries go on
         stop.calls_after = len(calls) - stop.calls_before
@@ -256,15 +263,20 @@ def final_sweep(chaos: Chaos) -> int:
 def outcome(chaos: Chaos, final_exit: int) -> dict[str, Any]:
     """The figures and the invariants, from the server's counts and the lake (through the CLI)."""
     paid = chaos.provider.paid
-    keys = Counter(key for _, key in paid)
+    keys = Counter(key for _, key, _ in paid)
     first_paid: dict[str, int] = {}
-    for segment, key in paid:
+    for segment, key, _ in paid:
         first_paid.setdefault(key, segment)
     kinds = [s.kind for s in chaos.stops] + ["the last sweep"]
     twice = Counter(kinds[first_paid[k]] for k, n in keys.items() if n > 1)
     for segment, n in Counter(first_paid[k] for k, n in keys.items() if n > 1).items():
         if segment < len(chaos.stops):
             chaos.stops[segment].paid_again = n
+    for segment, kill in chaos.kills.items():
+        again = {chaos_kills.request_of(json.loads(k)) for k, n in keys.items() if n > 1 and first_paid[k] == segment}
+        answered = [(chaos_kills.request_of(json.loads(k)), at) for s, k, at in paid if s == segment]
+        chaos.stops[segment].kill = chaos_kills.explain(kill, answered, again)
+        chaos.stops[segment].unread = int(chaos.stops[segment].kill["unread"])
     [lake] = chaos.sql("""
         SELECT (SELECT count(DISTINCT request_id) FROM run_requests) AS requests,
                (SELECT count(DISTINCT request_id) FROM run_requests q WHERE NOT EXISTS (
@@ -280,6 +292,7 @@ def outcome(chaos: Chaos, final_exit: int) -> dict[str, Any]:
         stop.note = stop.note or (f"run {run['status']}: {run['message'] or ''}".strip(": ") if run else "no run yet")
     figures = {"stops": [asdict(s) for s in chaos.stops], "expected_requests": chaos.expected, "calls_paid": len(paid),
                "distinct_requests_paid": len(keys), "in_flight_at_stops": sum(s.in_flight for s in chaos.stops),
+               "unread_at_kills": sum(s.unread for s in chaos.stops),
                "paid_twice_by_stop": dict(twice), "lake_requests": lake["requests"], "lost": lake["lost"],
                "answered_twice": lake["answered_twice"], "check_exit": checked.returncode,
                "check_found": found, "final_sweep_exit": final_exit, "runs": [r["status"] for r in runs],
@@ -303,39 +316,18 @@ def ended_as_documented(stop: Stop, run: dict | None) -> bool:
 
 def invariants(chaos: Chaos, f: dict[str, Any], by_pid: dict[int, dict]) -> dict[str, bool]:
     """Each invariant by name: held or not."""
-    return {"calls paid ≤ distinct requests + in flight at the stops":
-                f["calls_paid"] <= f["distinct_requests_paid"] + f["in_flight_at_stops"],
-            "each stop: requests paid again ≤ its calls in flight": all(s.paid_again <= s.in_flight
-                                                                          for s in chaos.stops),
+    return {"calls paid ≤ distinct requests + in flight at the stops + unread at the kills":
+                f["calls_paid"] <= f["distinct_requests_paid"] + f["in_flight_at_stops"] + f["unread_at_kills"],
+            "each stop: requests paid again ≤ its calls in flight (a SIGKILL's: and its answers unread)":
+                all(s.paid_again <= s.in_flight + s.unread for s in chaos.stops),
+            "no answer a killed sweep had spooled or stored paid again":
+                not any(s.kill.get("again_taken_in") for s in chaos.stops),
             "no request answered twice": f["answered_twice"] == 0 and "answered_twice" not in f["check_found"],
             "none lost": f["lost"] == 0 and f["lake_requests"] == f["expected_requests"] == f["distinct_requests_paid"],
             "invarbench check clean": f["check_exit"] == 0,
             "the last sweep completed": f["final_sweep_exit"] == 0,
             "each stopped sweep ended as documented": all(ended_as_documented(s, by_pid.get(s.pid))
                                                           for s in chaos.stops)}
-
-
-def markdown(chaos: Chaos, f: dict[str, Any], command: str, load: tuple[float, float], minutes: float) -> str:
-    """The section for bench/results.md: when, what, the figures, the invariants, every stop."""
-    kinds = Counter(s.kind for s in chaos.stops)
-    lines = [TITLE, "", f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on commit {commit()}, load average "
-             f"{load[0]:.1f} at the start and {load[1]:.1f} at the end, {minutes:.1f} min (`{command}`). Stops: "
-             + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + ".", "", "| measure | value |", "|---|---:|"]
-    lines += [f"| {name.replace('_', ' ')} | {f[name]} |" for name in (
-        "expected_requests", "calls_paid", "distinct_requests_paid", "in_flight_at_stops", "lake_requests",
-        "answered_twice", "lost", "check_exit", "final_sweep_exit", "slowest_exit_s")]
-    lines += [f"| requests paid twice, by the stop before their first payment | {f['paid_twice_by_stop'] or 0} |",
-              f"| `invarbench check` findings | {f['check_found'] or 'none'} |",
-              "", "| invariant | held |", "|---|---|"]
-    lines += [f"| {name} | {'yes' if held else '**NO**'} |" for name, held in f["invariants"].items()]
-    lines += ["", "| # | stop | moment (s after launch) | new calls before it | in flight | calls after it (new, > 1 s "
-                  "after) | paid again later | exit code | exit after (s) | processes left | run |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for i, s in enumerate(chaos.stops, 1):
-        at, gone = ("–", "–") if s.at_s is None else (f"{s.at_s:.1f}", f"{s.exit_s:.1f}")
-        lines.append(f"| {i} | {s.kind} | {at} | {s.calls_before} | {s.in_flight} | {s.calls_after} ({s.late_calls}) "
-                     f"| {s.paid_again} | {s.exit_code} | {gone} | {s.left_running} | {s.note.replace('|', '/')} |")
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     chaos, figures = run(args, kinds)
     command = shlex.join(["python", "bench/chaos.py", *(sys.argv[1:] if argv is None else argv)])
-    section = markdown(chaos, figures, command.strip(), (load, os.getloadavg()[0]), (time.monotonic() - began) / 60)
+    section = markdown(chaos.stops, figures, command.strip(), (load, os.getloadavg()[0]), (time.monotonic() - began) / 60)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(section, encoding="utf-8")
     if args.results:

@@ -109,6 +109,13 @@ def unreadable_files(lake: Lake, paths: list[str]) -> list[dict[str, Any]]:
     return bad
 
 
+def quarantined_files(lake: Lake) -> list[dict[str, Any]]:
+    """The files in the lake's quarantine folder (:func:`tasks.lake.quarantine.quarantined`), an
+    object-store lake's listed with its credentials."""
+    with lake.connect("") as con:
+        return quarantined(con, lake.root)
+
+
 # --- ids that must match their content ----------------------------------------------------------
 
 def _mismatches(lake: Lake, sql: str, id_column: str, rebuild: Callable[[dict[str, Any]], str],
@@ -197,7 +204,7 @@ CHECKS: tuple[Check, ...] = (
     Check("unreadable_files", DAMAGE, "a data file that does not read: every query of its table fails",
           lambda lake: unreadable_files(lake, data_files(lake))),
     Check("quarantined_files", DAMAGE, "a data file set aside because it did not read (tasks.lake.quarantine): its "
-          "rows are out of its table; restore them from a backup, then delete the file", lambda lake: quarantined(lake.root)),
+          "rows are out of its table; restore them from a backup, then delete the file", quarantined_files),
     Check("answered_twice", DAMAGE, "a request with more than one ok response: paid twice, or a row stored twice",
           _query("answered_twice")),
     Check("response_without_request", DAMAGE, "a response whose request no run recorded", _query("response_without_request")),

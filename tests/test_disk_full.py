@@ -1,17 +1,25 @@
-"""A full disk (ENOSPC) on a real small filesystem: the sweep fails with a clear message, what was
-stored stays whole and readable, and the next sweep, once there is space, loses nothing."""
+"""A full disk (ENOSPC) on a real small filesystem, and a full object store (tests/s3_full.py in
+front of the moto S3 server): the sweep fails with a clear message, what was stored stays whole and
+readable, and the next sweep, once there is space, loses nothing."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
-from conftest import REPO, fake_model_config
+from conftest import REPO, fake_model_config, running_s3_server
 from fakes import FakeProvider, FakeServer
+from s3_full import FullStore
 from test_stopping import finish, lake_query, start_sweep
+
+from tasks.check import data_files
+from tasks.config import load_config
+from tasks.lake.lake import Lake
 
 LEFT_BYTES = 300_000  # free space left for the second sweep: less than its 200 items' writes need
 
@@ -61,3 +69,40 @@ def test_a_full_disk_fails_the_sweep_clearly_and_the_next_one_loses_nothing(smal
     assert len(paid) == 200 and all(paid[c] == 1 for c in first)  # the first sweep's answers were kept
     assert lake_query(small_disk, "SELECT count(*) AS n, count(DISTINCT request_id) AS d FROM ledger "
                                   "WHERE status = 'ok'") == [{"n": 200, "d": 200}]
+
+
+ROOM_BYTES = 120_000  # uploads the second sweep may make: its items and requests, not its 200 answers too
+
+
+@pytest.mark.slow
+def test_a_full_object_store_fails_the_sweep_clearly_and_the_next_one_pays_nothing_twice(tmp_path):
+    state = FakeProvider()
+    with running_s3_server(tmp_path / "moto.log") as s3, FullStore(s3.endpoint) as store, FakeServer(state) as fake:
+        def bucket_config(n_max: int) -> Path:
+            cfg = fake_model_config(tmp_path, fake.api_base, n_max=n_max)
+            keys = {**s3.lake_config("full"), "endpoint_url": store.endpoint}  # the bucket, through the proxy
+            cfg.write_text(cfg.read_text(encoding="utf-8").replace(
+                "[warehouse]\n", "[warehouse]\n" + "".join(f'{k} = "{v}"\n' for k, v in keys.items()), 1), encoding="utf-8")
+            return cfg
+
+        assert sweep(bucket_config(100))[0] == 0  # 20 items
+        store.room = store.stored_bytes + ROOM_BYTES
+        cfg = bucket_config(1000)  # 200 items
+        code, err = sweep(cfg)
+        assert code == 1 and store.refused, err[-3000:]
+        assert err.split("error: ")[-1].startswith("run failed: a write found the object store full"), err[-3000:]
+        assert len(state.seen) > 20  # it failed writing answers it had been paid for
+        [refused] = set(re.findall(r"s3://\S+?\.parquet", err.split("error: ")[-1]))
+        lake = Lake.of(load_config(cfg), read_only=True)
+        assert refused not in data_files(lake)  # the lake lists committed files only
+
+        store.room = None  # space again
+        checked = subprocess.run([sys.executable, "-m", "flows.cli", "check", "--config", str(cfg), "--json"],
+                                 cwd=REPO, capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout[-3000:]  # every file it lists reads; nothing twice
+        code, err = sweep(cfg)
+        assert code == 0, err[-3000:]
+        stored = lake.read("SELECT count(*) AS n, count(DISTINCT request_id) AS d FROM ledger WHERE status = 'ok'")
+    paid = Counter(state.contents())
+    assert len(paid) == 200 and set(paid.values()) == {1}  # the answers of the failed sweep came from its spool
+    assert stored == [{"n": 200, "d": 200}]

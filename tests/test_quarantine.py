@@ -4,20 +4,24 @@ on without it, and ``invarbench check`` lists it."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from pathlib import Path
+from typing import Callable, Iterator
 
 import duckdb
 import pytest
+from conftest import running_s3_server
 from fakes import FakeProvider, FakeServer
 from test_spool import response
 from test_stopping import N_ITEMS, config, finish, lake_query, start_sweep
 from typer.testing import CliRunner
 
 from flows.cli import app
+from tasks.check import check_lake, data_files, quarantined_files
 from tasks.lake.lake import Lake
-from tasks.lake.quarantine import FOLDER, quarantined
+from tasks.lake.quarantine import FOLDER, read_error
 from tasks.lake.writes import write_rows
-from tasks.check import check_lake, data_files
 
 ROWS = 1000  # per commit: enough for a data file of its own (DuckLake inlines small inserts in the catalog)
 
@@ -28,26 +32,56 @@ def corrupt(path: str) -> None:
         f.write(b"\0" * 64)
 
 
-def test_an_unreadable_file_is_quarantined_and_queries_go_on_without_it(tmp_path, caplog):
-    lake = Lake(str(tmp_path / "lake"))
-    lake.ensure()
-    for batch in ("a", "b"):
-        write_rows(lake, "responses", [response(f"{batch}{i}") for i in range(ROWS)])
-    files = data_files(lake)
-    assert len(files) == 2
-    corrupt(files[1])
-    with pytest.raises(duckdb.Error):  # a read-only command writes nothing: it fails, naming the file
-        Lake(str(tmp_path / "lake"), read_only=True).read("SELECT sum(latency_s) AS s FROM responses")
-    with caplog.at_level(logging.WARNING, logger="tasks.lake.quarantine"):
-        assert lake.read("SELECT count(text) AS n FROM responses") == [{"n": ROWS}]
-    assert files[1] in caplog.text and "quarantined" in caplog.text
-    assert data_files(lake) == files[:1]
-    [aside] = quarantined(lake.root)
-    assert aside["table"] == "responses" and aside["file"].startswith(str(tmp_path / "lake" / FOLDER))
-    report = check_lake(Lake(str(tmp_path / "lake"), read_only=True))
-    found = {f.check: f.count for f in report.findings if f.found}
-    # (the responses have no requests here: response_without_request counts them)
-    assert found["quarantined_files"] == 1 and "unreadable_files" not in found and report.damaged
+@contextlib.contextmanager
+def stored(kind: str, tmp_path: Path, request) -> Iterator[tuple[str, str | None, Callable[[str], None]]]:
+    """A lake's location and catalog and how to corrupt one of its data files, for ``kind``
+    "<data>-<catalog>": the data in a local folder or the moto S3 server's bucket (an object
+    overwritten through boto3), the catalog the default SQLite file (a local one beside an
+    object-store lake) or a database of the session's PostgreSQL."""
+    data, catalog = kind.split("-")
+    if catalog == "postgres":
+        catalog = f"postgres:{request.getfixturevalue('postgres').create_database(f'quarantine_{tmp_path.name}')}"
+    if data == "local":
+        yield str(tmp_path / "lake"), None if catalog == "sqlite" else catalog, corrupt
+        return
+    import s3_server
+
+    with running_s3_server(tmp_path / "moto.log") as s3:
+        def corrupt_object(url: str) -> None:
+            key = url.split(f"{s3_server.BUCKET}/", 1)[1]
+            body = s3.client().get_object(Bucket=s3_server.BUCKET, Key=key)["Body"].read()
+            s3.client().put_object(Bucket=s3_server.BUCKET, Key=key, Body=body[:-64] + b"\0" * 64)
+        yield s3.lake("quarantine"), f"sqlite:{tmp_path / 'catalog.sqlite'}" if catalog == "sqlite" else catalog, corrupt_object
+
+
+@pytest.mark.parametrize("kind", ["local-sqlite", *(pytest.param(k, marks=pytest.mark.slow)
+                                                    for k in ("local-postgres", "s3-sqlite", "s3-postgres"))])
+def test_an_unreadable_file_is_quarantined_and_queries_go_on_without_it(kind, tmp_path, caplog, request):
+    with stored(kind, tmp_path, request) as (location, catalog, damage):
+        lake = Lake(location, catalog=catalog)
+        lake.ensure()
+        for batch in ("a", "b"):
+            write_rows(lake, "responses", [response(f"{batch}{i}") for i in range(ROWS)])
+        files = data_files(lake)
+        assert len(files) == 2
+        damage(files[1])
+        with pytest.raises(duckdb.Error):  # a read-only command writes nothing: it fails, naming the file
+            Lake(location, read_only=True, catalog=catalog).read("SELECT sum(latency_s) AS s FROM responses")
+        with caplog.at_level(logging.WARNING, logger="tasks.lake.quarantine"):
+            assert lake.read("SELECT count(text) AS n FROM responses") == [{"n": ROWS}]
+        assert files[1] in caplog.text and "quarantined" in caplog.text
+        assert data_files(lake) == files[:1]
+        [aside] = quarantined_files(lake)
+        root = location.split("?", 1)[0]
+        assert aside["table"] == "responses" and aside["file"] == f"{root}/{FOLDER}/responses/{Path(files[1]).name}"
+        with lake.connect("") as con:
+            assert read_error(con, aside["file"]) is not None  # the damaged file itself, moved whole
+            folder = files[1].rsplit("/", 1)[0]  # the damaged file is gone from it:
+            assert [f for (f,) in con.execute("SELECT file FROM glob(?) ORDER BY file", [f"{folder}/*"]).fetchall()] == files[:1]
+        report = check_lake(Lake(location, read_only=True, catalog=catalog))
+        found = {f.check: f.count for f in report.findings if f.found}
+        # (the responses have no requests here: response_without_request counts them)
+        assert found["quarantined_files"] == 1 and "unreadable_files" not in found and report.damaged
 
 
 def test_a_sweep_goes_on_past_an_unreadable_file_and_sends_its_answers_again(tmp_path):
@@ -66,4 +100,4 @@ def test_a_sweep_goes_on_past_an_unreadable_file_and_sends_its_answers_again(tmp
         assert "quarantined the unreadable data file" in " ".join(err.split())
     assert len(state.seen) == 2 * N_ITEMS  # the answers set aside were asked again, the others not
     assert lake_query(tmp_path, "SELECT count(*) AS n FROM ledger WHERE status = 'ok'") == [{"n": N_ITEMS}]
-    assert [f["table"] for f in quarantined(lake.root)] == ["responses"]
+    assert [f["table"] for f in quarantined_files(lake)] == ["responses"]

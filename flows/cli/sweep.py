@@ -15,7 +15,7 @@ from flows.cli.application import ConfigOpt, app, console, err, fail, load, prin
 from flows.cli.prefect_server import start_prefect_server
 from flows.cli.progress_bars import progress_bars
 from flows.cli.stored import check_stored
-from tasks.errors import ConfigError, disk_full
+from tasks.errors import ConfigError, storage_full
 from tasks.runs import stopping
 from tasks.suites.base import GeneratorError
 
@@ -162,8 +162,8 @@ def _fail_on(exc: Exception) -> None:
         fail(f"run failed: {exc}", 1)
     if isinstance(exc, (ConfigError, GeneratorError)):
         fail(str(exc))
-    if disk_full(exc):
-        fail(f"run failed: a write found the disk full ({str(exc).splitlines()[0]}). What was stored before stays "
+    if full := storage_full(exc):
+        fail(f"run failed: a write found the {full} full ({str(exc).splitlines()[0]}). What was stored before stays "
              "whole (a write is one DuckLake commit: a file cut short is in no snapshot, and compact deletes it); "
              "free some space and run the sweep again: it resumes, sending only what has no answer.", 1)
 

@@ -12,8 +12,10 @@ it had the footer cached), and DuckLake has no function that drops a file from a
 writes, compaction and cleanup see the file gone (tested); the snapshots from before still list
 it: the lake as of them no longer reads. ``invarbench check`` lists what is in quarantine (:func:`quarantined`).
 
-Only a writable local lake quarantines: a read-only command writes nothing (it raises as before),
-and an object store has no move (the file stays, and the error names it).
+Only a writable lake quarantines: a read-only command writes nothing (it raises as before). On an
+object store the move is a copy and a delete (pyarrow's S3 file system, reached with the endpoint
+and region of the DuckDB secret the query read the file with and the credentials of the
+environment, as that secret's: :func:`_files`).
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import duckdb
 import pyarrow as pa
 
 from tasks.lake.ducklake import ALIAS, lake_tables, retrying
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +62,10 @@ def reading(con: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
 def unreadable_file(con: duckdb.DuckDBPyConnection, exc: duckdb.Error) -> tuple[str, str] | None:
     """(table, path) of the data file that ``exc`` failed to read, when it names a file of a table of
     the writable local lake attached to ``con`` that is there and does not read; else None."""
-    paths = [p for p in _NAMED.findall(str(exc)) if "://" not in p and os.path.isfile(p)]
-    if not paths or _read_only(con):
+    if _read_only(con):
+        return None
+    paths = [p for p in _NAMED.findall(str(exc)) if _is_file(*_files(con, p))]
+    if not paths:
         return None
     for table in lake_tables(con):
         files = {f for (f,) in con.execute(f"SELECT data_file FROM ducklake_list_files('{ALIAS}', ?)", [table]).fetchall()}
@@ -85,18 +92,20 @@ def read_error(con: duckdb.DuckDBPyConnection, path: str) -> str | None:
     return None
 
 
-def quarantine(con: duckdb.DuckDBPyConnection, table: str, path: str, why: BaseException) -> Path:
+def quarantine(con: duckdb.DuckDBPyConnection, table: str, path: str, why: BaseException) -> str:
     """Move ``path`` (a data file of ``table``) to the lake's quarantine folder and delete its rows
     from the table in one snapshot; returns where it went. A file another process moved first is
     only deleted from the table (again: a delete of rows already gone deletes none)."""
     # DuckLake writes a table's files under <lake>/data/main/<table>/: the lake's root is before /data/.
-    root = path.rsplit("/data/", 1)[0]
-    target = Path(root, FOLDER, table, Path(path).name)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.replace(path, target)
-    except FileNotFoundError:
-        pass
+    target = f"{path.rsplit('/data/', 1)[0]}/{FOLDER}/{table}/{Path(path).name}"
+    files, source = _files(con, path)
+    if "://" not in path:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):  # moved by another process first
+        if _is_file(files, source):
+            # (on S3 a copy and a delete, after which pyarrow keeps the data folder as an empty
+            # "<folder>/" object: a DuckDB glob and DuckLake skip it)
+            files.move(source, _files(con, target)[1])
     log.warning("quarantined the unreadable data file %s of table %s (%s): moved to %s; its rows are out of "
                 "the table from now on", path, table, str(why).splitlines()[0], target)
     _end_file(con, table, path)
@@ -141,11 +150,36 @@ def _end_file(con: duckdb.DuckDBPyConnection, table: str, path: str, attempts: i
             time.sleep(0.05 * (attempt + 1))
 
 
-def quarantined(root: str) -> list[dict[str, Any]]:
-    """The files in the quarantine folder of the lake at ``root`` (``Lake.root``; none for an
-    object-store lake), one dict each."""
-    folder = Path(root, FOLDER)
-    if "://" in root or not folder.is_dir():
-        return []
-    return [{"file": str(p), "table": p.parent.name, "bytes": p.stat().st_size}
-            for p in sorted(folder.rglob("*")) if p.is_file()]
+def quarantined(con: duckdb.DuckDBPyConnection, root: str) -> list[dict[str, Any]]:
+    """The files in the quarantine folder of the lake at ``root`` (``Lake.root``; an object-store
+    lake's reached as ``con`` reads it), one dict each."""
+    import pyarrow.fs as pafs  # here, not at the top: 35 ms of every command's start
+
+    files, folder = _files(con, f"{root}/{FOLDER}")
+    scheme = root.split("://", 1)[0] + "://" if "://" in root else ""
+    found = files.get_file_info(pafs.FileSelector(folder, recursive=True, allow_not_found=True))
+    return [{"file": scheme + f.path, "table": Path(f.path).parent.name, "bytes": f.size}
+            for f in sorted(found, key=lambda f: f.path) if f.type == pafs.FileType.File]
+
+
+def _files(con: duckdb.DuckDBPyConnection, path: str) -> tuple[pafs.FileSystem, str]:
+    """The file system that holds ``path`` (a local path or an ``s3://`` URL) and the path in it.
+    An object store is reached at the endpoint and region of the DuckDB secret ``con`` reads
+    ``path`` with, and with the credentials of the environment, where that secret took them
+    (``tasks.lake.location.s3_secret_sql``; DuckDB shows a secret's settings, never its keys)."""
+    import pyarrow.fs as pafs  # here, not at the top: 35 ms of every command's start
+
+    if "://" not in path:
+        return pafs.LocalFileSystem(), path
+    row = con.execute("SELECT s.secret_string FROM which_secret(?, 's3') w JOIN duckdb_secrets() s USING (name)",
+                      [path]).fetchone()
+    settings = dict(part.split("=", 1) for part in row[0].split(";") if "=" in part) if row else {}
+    files = pafs.S3FileSystem(
+        access_key=os.environ.get("AWS_ACCESS_KEY_ID"), secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY"),
+        session_token=os.environ.get("AWS_SESSION_TOKEN"), region=settings.get("region") or None,
+        endpoint_override=settings.get("endpoint") or None, scheme="http" if settings.get("use_ssl") == "false" else "https")
+    return files, path.split("://", 1)[1]
+
+
+def _is_file(files: pafs.FileSystem, path: str) -> bool:
+    return files.get_file_info(path).type.name == "File"

@@ -1,0 +1,93 @@
+"""A full object store, for the tests: an HTTP proxy on 127.0.0.1 in front of the moto S3 server
+(tests/s3_server.py) that forwards every request unchanged, until the bodies of the uploads it
+let through (PUT: an object or a part of a multipart upload) reach ``room`` bytes; from then on
+it answers each upload as an S3-compatible store answers when its storage is refused: HTTP 507
+with MinIO's ``XMinioStorageFull`` (AWS's own S3 never runs out of space; MinIO, the common
+self-hosted store, answers this when its drives pass their free-space threshold). Every other
+request (reads, listings, deletes, starting and completing a multipart upload) goes through.
+
+Requests are forwarded with their ``Host`` header as signed, so moto checks the signatures the
+client made for the proxy's address.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+REFUSED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>XMinioStorageFull</Code><Message>Storage backend '
+           b"has reached its minimum free drive threshold. Please delete a few objects to proceed.</Message></Error>")
+
+
+class FullStore:
+    """The running proxy: ``endpoint`` to give the client, ``room`` (bytes of uploads still
+    accepted; None: unlimited), and what it let through and refused."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = urlsplit(upstream).netloc
+        self.room: int | None = None
+        self.stored_bytes = 0
+        self.refused = 0
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FullStore:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def admits(self, size: int) -> bool:
+        """Whether an upload of ``size`` bytes is let through (then counted), or refused."""
+        with self.lock:
+            if self.room is not None and self.stored_bytes + size > self.room:
+                self.room = self.stored_bytes  # full: nothing more fits, not even a smaller upload
+                self.refused += 1
+                return False
+            self.stored_bytes += size
+            return True
+
+
+def _handler(store: FullStore) -> type[BaseHTTPRequestHandler]:
+    class Forward(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:  # quiet: the test reads the counts
+            pass
+
+        def forward(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.command == "PUT" and not store.admits(len(body)):
+                self.answer(507, {"Content-Type": "application/xml"}, REFUSED)
+                return
+            upstream = http.client.HTTPConnection(store.upstream, timeout=60)
+            try:
+                upstream.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
+                reply = upstream.getresponse()
+                data = reply.read()
+                headers = {k: v for k, v in reply.getheaders() if k.lower() not in ("transfer-encoding", "connection")}
+                self.answer(reply.status, headers, data)
+            finally:
+                upstream.close()
+
+        def answer(self, status: int, headers: dict[str, str], data: bytes) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                if key.lower() != "content-length" or self.command == "HEAD":  # HEAD: the object's length
+                    self.send_header(key, value)
+            if self.command != "HEAD":
+                self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
+
+    return Forward
