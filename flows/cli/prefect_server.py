@@ -1,46 +1,140 @@
-"""Prefect's temporary API server, started early by the commands that run a flow."""
+"""Prefect's temporary API server, started early by the commands that run a flow, without importing
+Prefect's server in this process."""
 
 from __future__ import annotations
 
-import threading
+import atexit
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from typing import Callable
 
 from tasks.runs import stopping
 
+# uvicorn's exit code when its port was taken between choosing it and binding it
+_PORT_TAKEN = 3
+
 
 def start_prefect_server() -> Callable[[], None]:
-    """Start Prefect's temporary API server now, in the background, when a flow would start one
-    (no ``PREFECT_API_URL``); returns a function that waits until it is up (a no-op otherwise),
-    or raises ``Stopped`` once a stop is requested.
+    """Start Prefect's temporary API server now, in its own process, when a flow would start one
+    (no ``PREFECT_API_URL``); returns a function that waits until it is up and points this
+    process's Prefect at it (a no-op otherwise), or raises ``Stopped`` once a stop is requested.
 
-    The server is a separate process that takes seconds to boot, and a flow starts it only when
-    it runs, then waits: started first, it boots while this process imports the flow's modules.
-    Prefect keeps one such server per process, so the flow then finds it running. A failed start
-    is not reported here: the flow starts the server again and reports it.
+    A flow starts the same server (``SubprocessASGIServer``) only when it runs, then waits for it,
+    and importing the class imports Prefect's whole server into the sweep's process first (3-5 s
+    on 2 cores). Started here, by the same command, it boots while this process imports the
+    flow's modules. A server that does not come up is stopped and left to the flow, which starts
+    its own and reports Prefect's error.
     """
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         return lambda: None
-    # Created here, not in the thread: two threads importing overlapping modules can deadlock.
-    server = stopping.ephemeral_server()
-
-    up = threading.Event()
-
-    def start() -> None:
-        try:
-            server.start()
-        except Exception:  # noqa: BLE001 - the flow's own start raises it again, with Prefect's message
-            pass
-        up.set()
-        # The server dies with the thread that started it (stopping.ephemeral_server): this one
-        # lives as long as the process, so a SIGKILLed sweep takes its server with it.
-        threading.Event().wait()
+    server = _TemporaryServer()
 
     def wait() -> None:
-        while not up.wait(0.1):
-            stopping.raise_if_requested()  # a stop while the server boots ends the wait at once
+        # a stop while the server boots ends the wait at once (stopping.raise_if_requested)
+        if server.wait_up(stopping.raise_if_requested):
+            server.use()
+        else:
+            server.stop()
 
-    thread = threading.Thread(target=start, name="prefect-server-start", daemon=True)
-    thread.start()
     return wait
+
+
+class _TemporaryServer:
+    """The command of Prefect's ``SubprocessASGIServer``, in a session of its own.
+
+    Ctrl-C reaches the terminal's whole process group: the server would shut down while the
+    stopping sweep still records its flow run's end (and the sweep would then retry the API for
+    minutes). In its own session it lives until ``atexit`` stops it, or gets SIGTERM from the
+    kernel when the thread that started it ends (``PR_SET_PDEATHSIG``): started from the main
+    thread, a SIGKILLed sweep leaves no server behind either.
+    """
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.process: subprocess.Popen[bytes] | None = self._spawn()
+        atexit.register(self.stop)
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        import prefect
+        from prefect.settings import get_current_settings
+
+        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
+               **get_current_settings().to_environment_variables(exclude_unset=True)}
+        return subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+             "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+             "--log-level", "error", "--lifespan", "on"],
+            env=env, start_new_session=True, preexec_fn=_die_with_parent)
+
+    def wait_up(self, check: Callable[[], None]) -> bool:
+        """Whether the server answers its health check within Prefect's start-up timeout; ``check``
+        runs between attempts (and may raise)."""
+        import httpx
+        from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+        deadline = time.monotonic() + PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+        with httpx.Client() as client:
+            while time.monotonic() < deadline and self.process is not None:
+                check()
+                if self.process.poll() == _PORT_TAKEN:
+                    self.port, self.process = _free_port(), self._spawn()
+                elif self.process.poll() is not None:
+                    return False
+                try:
+                    if client.get(f"{self.api_url}/health").status_code == 200:
+                        return True
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)
+        return False
+
+    def use(self) -> None:
+        """Point this process's Prefect at the server, in every thread (Prefect's process-wide
+        settings), without putting ``PREFECT_API_URL`` in the environment: there it means a
+        server of the user's own (shared limits, dispatch: tasks.models.limits, flows.unit)."""
+        from prefect.context import refresh_global_settings_context
+
+        os.environ["PREFECT_API_URL"] = self.api_url
+        try:
+            refresh_global_settings_context()
+        finally:
+            del os.environ["PREFECT_API_URL"]
+
+    def stop(self) -> None:
+        """End the server's process (at exit, or when it did not come up)."""
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    # In the child between fork and exec: PR_SET_PDEATHSIG (1) = SIGTERM. Linux only; elsewhere
+    # the server ends by atexit alone.
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass

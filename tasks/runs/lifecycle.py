@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 import duckdb
 
-from tasks.lake.catalog import build_catalog
+from tasks.lake.catalog import open_catalog
 from tasks.lake.config import WarehouseSettings
 from tasks.lake.lake import Lake
 from tasks.lake.refresh import refresh
@@ -104,9 +104,10 @@ def flow_run_id() -> str:
 
 def rebuild_catalog(cfg: WarehouseSettings) -> Path:
     """Bring the materialised views up to date with what the run wrote (``tasks.lake.refresh``),
-    then rebuild the catalog; returns its path. Neither may fail the run, whose lake is complete:
-    a refresh that fails leaves the views reading the raw lake (the same answers, slower) until
-    the next one, and a catalog held open elsewhere (a user's DuckDB shell) is left as it is."""
+    then rebuild the catalog when it is not current; returns its path. Neither may fail the run,
+    whose lake is complete: a refresh that fails leaves the views reading the raw lake (the same
+    answers, slower) until the next one, and a catalog held open elsewhere (a user's DuckDB
+    shell) is left as it is."""
     catalog = cfg.catalog_path
     lake = Lake.of(cfg)
     try:
@@ -114,7 +115,9 @@ def rebuild_catalog(cfg: WarehouseSettings) -> Path:
     except duckdb.Error as exc:
         log.warning("materialised views not refreshed (%s); invarbench refresh completes it", exc)
     try:
-        build_catalog(catalog, lake)
+        # Rebuilt only when its views would differ (a new table, another sql/, the materialised
+        # tables' currency: tasks.lake.catalog): recreating every view costs more than checking.
+        open_catalog(catalog, lake).close()
     except duckdb.IOException as exc:
         log.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
     return catalog

@@ -210,46 +210,6 @@ def cancel_flow_runs(client: Any, ids: list[Any], chunk: int = 200) -> int:
     return asked
 
 
-def _die_with_parent() -> None:
-    # In the child between fork and exec: PR_SET_PDEATHSIG (1) = SIGTERM. Linux only; elsewhere
-    # the server ends by atexit alone.
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
-def ephemeral_server() -> Any:
-    """Prefect's temporary API server for this process (``SubprocessASGIServer``, one per process:
-    the flow finds and uses it), whose process starts in a session of its own when it starts.
-
-    Ctrl-C reaches the terminal's whole process group: the server would shut down while the
-    stopping sweep still records its flow run's end (and the sweep would then retry the API for
-    minutes). In its own session it lives until ``atexit`` stops it, or gets SIGTERM from the
-    kernel when the thread that started it ends (``PR_SET_PDEATHSIG``): start it from a thread
-    that lives as long as the process, and a SIGKILLed sweep leaves no server behind either.
-    """
-    import subprocess
-    import types
-
-    from prefect.server.api import server as server_module
-
-    class OwnSessionServer(server_module.SubprocessASGIServer):
-        def _run_uvicorn_command(self) -> Any:
-            # Popen is the only use of `subprocess` in this call; the module sees the shim only here.
-            real = server_module.subprocess
-            server_module.subprocess = types.SimpleNamespace(
-                Popen=functools.partial(subprocess.Popen, start_new_session=True, preexec_fn=_die_with_parent))
-            try:
-                return super()._run_uvicorn_command()
-            finally:
-                server_module.subprocess = real
-
-    return OwnSessionServer()
-
-
 def stoppable(fn: F) -> F:
     """Make a flow function stoppable (put it under ``@flow``): signals and a Prefect cancellation
     request a stop while it runs, and a flow that stopped returns a Cancelled state, so the flow
