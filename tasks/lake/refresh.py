@@ -7,7 +7,8 @@ and replaces the rows of those keys by what the view's definition from the raw l
 (``<name>_from_raw``) gives for them (reading only those keys' rows, :data:`SCOPES`), in load order, so a later view reads the earlier ones'
 new rows. Everything, the mark included, is one DuckLake transaction: an interrupted refresh
 leaves the previous state readable, and the next takes in what it missed. Without a usable mark
-(never refreshed, their SQL changed, the mark's snapshot expired) it rebuilds every table.
+(never refreshed, their SQL changed, the mark's snapshot expired) it rebuilds every table, a slice
+of keys at a time (:data:`ROWS_PER_SLICE`), so that its memory does not grow with the lake.
 """
 
 from __future__ import annotations
@@ -58,13 +59,19 @@ SCOPES = {
     "family_trials": ("trial_scores", "lake_table('trial_scores')"),
 }
 
+# A full rebuild computes each view over slices of its keys (a hash of the key columns), about this
+# many rows of its scope each, one INSERT per slice: the windows that pick the latest parse, score
+# and trial then hold a slice, not the lake (one pass over 10,000,000 trials peaked at 8.3 GB).
+ROWS_PER_SLICE = 1_000_000
+
 _LOCK = threading.Lock()  # one refresh at a time in a process (other processes: DuckLake's conflicts)
 
 
 def refresh(lake: Lake, full: bool = False) -> dict[str, Any]:
     """Bring the lake's materialised tables up to date with what changed since the last refresh
     (all of it when ``full``, never refreshed, or their SQL changed); returns what it did:
-    ``full``, ``snapshot`` (the one taken in), ``keys`` (recomputed per view) and ``seconds``."""
+    ``full``, ``snapshot`` (the one taken in), ``keys`` (recomputed per view), ``slices`` (per view
+    rebuilt) and ``seconds``."""
     started = time.perf_counter()
     with _LOCK, contextlib.closing(connect(limits=lake.limits)) as con:
         lake.ensure()
@@ -117,15 +124,29 @@ def _within(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
         if not materialised.changed_since(con, last[0]):  # the mark stays: no source changed since it
             return {"full": False, "snapshot": last[0], "keys": keys}
         _changes(con, last[0] + 1, snapshot)
+    slices: dict[str, int] = {}
     for stmt in materialised_statements():
         (name,) = stmt.defines
         if full:
-            con.execute(f"CREATE OR REPLACE TABLE {ALIAS}.main.{name} AS SELECT * FROM {FROM_RAW.format(name)}")
+            slices[name] = _rebuild(con, name, stmt.key)
         else:
             keys[name] = _recompute(con, name, stmt.key)
     con.execute(f"INSERT INTO {ALIAS}.main.{MARK_TABLE} VALUES (?, ?, ?, ?, ?)",
                 [snapshot, materialised.definition_digest(), full, sum(keys.values()), now_utc()])
-    return {"full": full, "snapshot": snapshot, "keys": keys}
+    return {"full": full, "snapshot": snapshot, "keys": keys, "slices": slices}
+
+
+def _rebuild(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...]) -> int:
+    """Replace the lake table ``name`` by its definition from the raw lake, computed over slices
+    of its keys (:data:`ROWS_PER_SLICE`); returns how many slices. A key's rows are all in one
+    slice, so each slice gives exactly that key's rows of the whole definition."""
+    rows = con.execute(f"SELECT count(*) FROM {SCOPES[name][1]}").fetchone()[0]
+    n_slices = max(1, -(-rows // ROWS_PER_SLICE))
+    hashed = f"hash({', '.join(f's.{column}' for column in key)}) % {n_slices}"
+    for i in range(n_slices):
+        write = f"CREATE OR REPLACE TABLE {ALIAS}.main.{name} AS" if i == 0 else f"INSERT INTO {ALIAS}.main.{name}"
+        _insert_scoped(con, name, write, f"WHERE {hashed} = {i}")
+    return n_slices
 
 
 def _recompute(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...]) -> int:
@@ -142,15 +163,22 @@ def _recompute(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...]) 
         return " AND ".join(f"{alias}.{column} IS NOT DISTINCT FROM k.{column}" for column in key)
 
     con.execute(f"DELETE FROM {ALIAS}.main.{name} r USING refresh_keys k WHERE {match('r')}")
+    _insert_scoped(con, name, f"INSERT INTO {ALIAS}.main.{name}", f"SEMI JOIN refresh_keys k ON {match('s')}")
+    return n_keys
+
+
+def _insert_scoped(con: duckdb.DuckDBPyConnection, name: str, write: str, restriction: str) -> None:
+    """``write`` (an INSERT or CREATE TABLE ... AS) the rows of ``name``'s definition from the raw
+    lake with the relation it is computed from (:data:`SCOPES`, aliased ``s``) read through
+    ``restriction`` (a WHERE or a join that keeps whole keys)."""
     # A temporary view shadows the view of its name, in the views that read it too; and unlike
     # that view, it may be created in a transaction that writes to the lake.
     view, source = SCOPES[name]
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT s.* FROM {source} s SEMI JOIN refresh_keys k ON {match('s')}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT s.* FROM {source} s {restriction}")
     try:
-        con.execute(f"INSERT INTO {ALIAS}.main.{name} SELECT * FROM {FROM_RAW.format(name)}")
+        con.execute(f"{write} SELECT * FROM {FROM_RAW.format(name)}")
     finally:
         con.execute(f"DROP VIEW temp.main.{view}")
-    return n_keys
 
 
 class _ChangesUnknown(Exception):
