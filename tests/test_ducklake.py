@@ -11,7 +11,8 @@ import sys
 
 from conftest import REPO
 from tasks.lake import ducklake
-from tasks.lake.lake import PRE_DUCKLAKE, Lake
+from tasks.lake.lake import Lake
+from tasks.lake.old_layout import PRE_DUCKLAKE
 from tasks.lake.views import query
 from tasks.lake.writes import write_rows
 from tasks.records import now_utc

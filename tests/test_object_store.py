@@ -35,7 +35,6 @@ from lake_fixtures import spooled_ok
 from tasks.config import load_config
 from tasks.errors import ConfigError, LakeError
 from tasks.lake.lake import Lake
-from tasks.lake.location import lake_root
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.writes import write_rows
 from tasks.records import now_utc
@@ -86,7 +85,7 @@ def test_endpoint_and_region_ride_on_the_lake_url_and_are_validated(tmp_path):
         "lake": "s3://b/p/lake", "endpoint_url": "http://127.0.0.1:9000/", "region": "eu-west-1"}})
     loaded = load_config(cfg)
     assert loaded.lake_path == "s3://b/p/lake?endpoint_override=http%3A%2F%2F127.0.0.1%3A9000&region=eu-west-1"
-    assert lake_root(loaded.lake_path) == "s3://b/p/lake"
+    assert Lake(loaded.lake_path).root == "s3://b/p/lake"
     # The stored configuration holds the endpoint, never a credential (there is no key for one).
     assert loaded.resolved()["warehouse"]["endpoint_url"] == "http://127.0.0.1:9000"
     for bad, message in [

@@ -1,6 +1,5 @@
-"""Appends to the lake: each write one DuckLake commit of rows of the table's schema
-(``Lake.commit``), marked with the run that wrote it when its rows name one run.
-"""
+"""Appends to the lake: each write one DuckLake commit (``Lake.commit``) of rows of the table's
+schema, marked with the run that wrote it when its rows name one run."""
 
 from __future__ import annotations
 
@@ -16,11 +15,8 @@ from tasks.records import now_utc
 
 def write_table(lake: Lake, table: str, data: pa.Table) -> int | None:
     """Append an Arrow table to ``table`` in one commit, as :func:`write_rows` does with dicts
-    (same column rule); returns its snapshot id (None when no rows). Every lake write ends here.
-
-    For large derived writes: a rescore of a million responses spent most of its time building
-    a dict per row and converting the dicts to Arrow.
-    """
+    (same column rule: a rescore of a million responses spent most of its time making dicts);
+    returns its snapshot id (None when no rows). Every lake write ends here."""
     if not data.num_rows:
         return None
     data = conform(table, data)
@@ -30,14 +26,11 @@ def write_table(lake: Lake, table: str, data: pa.Table) -> int | None:
 
 def write_rows(lake: Lake, table: str, rows: Sequence[dict[str, Any]]) -> int | None:
     """Append ``rows`` to ``table`` in one commit; returns its snapshot id (None when no rows).
-
-    Columns follow the table's schema exactly: a missing column is null, an unknown one an error.
-    """
+    Columns follow the table's schema exactly: a missing column is null, an unknown one an error."""
     if not rows:
         return None
     schema = SCHEMAS[table]
-    extra = set(rows[0]) - set(schema.names)
-    if extra:
+    if extra := set(rows[0]) - set(schema.names):
         raise KeyError(f"{table}: unknown columns {sorted(extra)}")
     return write_table(lake, table, pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows],
                                                          schema=schema))
