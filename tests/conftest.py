@@ -26,6 +26,11 @@ apply_defaults()  # the suite is an entry point: offline defaults before Prefect
 # PREFECT_API_URL would point in-process sweeps at someone else's server and its limits.
 os.environ.pop("PREFECT_API_URL", None)
 
+# One llama.cpp thread per embedded-model call: the suite runs on several workers on few cores,
+# where llama.cpp's threads, spinning while they wait for one another, stall whenever one of them
+# loses its core (a two-thread test took 1,126 s at a load of 35).
+os.environ.setdefault("INVARBENCH_EMBEDDED_THREADS", "1")
+
 # The session's Prefect server with deployments and process workers (the `ops` fixture).
 pytest_plugins = ["ops_server"]
 

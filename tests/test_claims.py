@@ -108,7 +108,9 @@ def test_claims_of_a_live_run_elsewhere_hold_until_they_expire(tmp_path):
         # A short lease of its own makes the waiter look again every 0.5 s (a tenth of it).
         cfg = fake_model_config(tmp_path, server.api_base, n_max=50, sweep_extra={"claim_lease_s": 5.0})
         now = now_utc()
-        expires = now + dt.timedelta(seconds=8)
+        # Live long enough for the waiter to start its run first on a loaded machine (8 s was not,
+        # at a load of 35), which is all this test waits for.
+        expires = now + dt.timedelta(seconds=25)
         lake = Lake(str(tmp_path / "wh" / "lake"))
         write_rows(lake, "runs", [{"run_id": "elsewhere", "kind": "sweep", "status": "running", "started_at": now,
                                    "updated_at": now, "host": "another-machine/boot/1", "pid": 1}])

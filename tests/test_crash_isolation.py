@@ -28,7 +28,7 @@ from flows.cli import app
 from flows.sweep import sweep
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
-from tasks.models import embedded
+from tasks.models import embedded, embedded_worker
 from tasks.runs import lifecycle
 
 WAIT_S = 300  # a deadline for waiting on the model, never a timing assertion
@@ -160,7 +160,7 @@ def test_worker_restarts_at_most_max_restarts_times():
 
 WORKER_OF_A_PARENT = """
 import sys
-from tasks.models import embedded
+from tasks.models import embedded, embedded_worker
 w = embedded.worker("smollm2")
 w.generate([{"role": "user", "content": "Hi"}], {"max_tokens": 2})
 print(w.pid, flush=True)
@@ -271,3 +271,19 @@ def test_stale_running_run_is_crashed(tmp_path):
     # A flow run that is no longer Running is left alone; an unknown id is no error.
     assert lifecycle.mark_flow_run_crashed(stale_flow_run, "again") is False
     assert lifecycle.mark_flow_run_crashed(str(uuid.uuid4()), "unknown") is False
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])
+def test_a_bad_thread_count_is_named_and_starts_no_worker(monkeypatch, value):
+    monkeypatch.setenv(embedded_worker.THREADS_ENV, value)
+    worker = embedded.Worker("smollm2")
+    with pytest.raises(ValueError, match=f"INVARBENCH_EMBEDDED_THREADS must be a whole number of threads, 1 or more, not '{value}'"):
+        worker.generate([{"role": "user", "content": "Hi"}], {"max_tokens": 2})
+    assert worker.pid is None
+
+
+def test_the_thread_count_is_the_variable_or_every_cpu_this_process_may_use(monkeypatch):
+    monkeypatch.setenv(embedded_worker.THREADS_ENV, "3")
+    assert embedded_worker.threads() == 3
+    monkeypatch.delenv(embedded_worker.THREADS_ENV)
+    assert embedded_worker.threads() == len(os.sched_getaffinity(0))

@@ -7,15 +7,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import REPO, fake_model_config, running_s3_server
+from conftest import fake_model_config, run_cli, running_s3_server
 from fakes import FakeProvider, FakeServer
 from s3_full import FullStore
-from test_stopping import finish, lake_query, start_sweep
+from test_stopping import lake_query
 
 from tasks.check import data_files
 from tasks.config import load_config
@@ -38,9 +37,9 @@ def small_disk(tmp_path):
 
 
 def sweep(cfg) -> tuple[int, str]:
-    proc = start_sweep(cfg)
-    _, err = finish(proc)
-    return proc.returncode, " ".join(err.split())
+    """The CLI's sweep, in this process (its exit code and message are the point, not a process)."""
+    done = run_cli("sweep", "--config", str(cfg))
+    return done.returncode, " ".join(done.stderr.split())
 
 
 def test_a_full_disk_fails_the_sweep_clearly_and_the_next_one_loses_nothing(small_disk):
@@ -60,8 +59,7 @@ def test_a_full_disk_fails_the_sweep_clearly_and_the_next_one_loses_nothing(smal
         assert err.split("error: ")[-1].startswith("run failed: a write found the disk full"), err[-3000:]
 
         (small_disk / "filler").unlink()
-        checked = subprocess.run([sys.executable, "-m", "flows.cli", "check", "--config", str(cfg), "--json"],
-                                 cwd=REPO, capture_output=True, text=True)
+        checked = run_cli("check", "--config", str(cfg), "--json")
         assert checked.returncode == 0, checked.stdout[-3000:]  # every file it lists reads; nothing twice
         code, err = sweep(cfg)
         assert code == 0, err[-3000:]
@@ -97,8 +95,7 @@ def test_a_full_object_store_fails_the_sweep_clearly_and_the_next_one_pays_nothi
         assert refused not in data_files(lake)  # the lake lists committed files only
 
         store.room = None  # space again
-        checked = subprocess.run([sys.executable, "-m", "flows.cli", "check", "--config", str(cfg), "--json"],
-                                 cwd=REPO, capture_output=True, text=True)
+        checked = run_cli("check", "--config", str(cfg), "--json")
         assert checked.returncode == 0, checked.stdout[-3000:]  # every file it lists reads; nothing twice
         code, err = sweep(cfg)
         assert code == 0, err[-3000:]

@@ -298,7 +298,7 @@ def test_a_deployment_run_cancelled_through_the_api_stops_its_workers_cleanly(op
         cfg = fake_model_config(tmp_path, fake.api_base, n_max=5 * N_ITEMS,
                                 # A call's answer is kept once its shared slot is released too: an API
                                 # call to a server that is busy cancelling every unit at that moment.
-                                sweep_extra={"batch_size": 8, "stop_grace_s": 20.0, "cancel_poll_s": 0.5})
+                                sweep_extra={"batch_size": 20, "stop_grace_s": 20.0, "cancel_poll_s": 0.5})
         with ops.settings(), ops.client() as client:
             deployment = client.read_deployment_by_name("sweep/nightly-sweep")
             parent = client.create_flow_run_from_deployment(deployment.id, parameters={"config_path": str(cfg)})

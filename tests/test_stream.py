@@ -46,9 +46,11 @@ def per_model(tmp_path, sql):
 def test_a_slow_model_does_not_hold_back_a_fast_one(tmp_path):
     """Batches of 2 items, concurrency 4: the fast model has 4 requests in flight (so several
     batches at once: no drain at batch boundaries), runs beside the slow one and ends first. Its
-    0.3 s per answer leaves the next batches time to record and claim their requests (a few
-    DuckLake commits, slower on a loaded machine) while the calls of one are in flight."""
-    fast, slow = FakeProvider(delay_s=0.3), FakeProvider(delay_s=1.2)
+    1 s per answer leaves the next batches time to record and claim their requests (a few
+    DuckLake commits, seconds on a loaded machine) while the calls of one are in flight; the slow
+    model's 3 s per answer (18 s in all) leave the fast one's 12 far behind however loaded the
+    machine (at 1.2 s the slow model finished first at a load of 35)."""
+    fast, slow = FakeProvider(delay_s=1.0), FakeProvider(delay_s=3.0)
     with FakeServer(fast) as f, FakeServer(slow) as s:
         cfg = two_model_config(tmp_path, {"slow": {"api_base": s.api_base, "concurrency": 2},
                                           "fast": {"api_base": f.api_base, "concurrency": 4}},

@@ -65,9 +65,12 @@ def build_catalog(catalog: Path, lake: Lake, attempts: int = 20) -> Path:
     con = _open_writable(catalog, lake, attempts)
     try:
         lake.attach(con, read_only=True)
+        # one transaction: a file's catalog written once, not once per view (half the time)
+        con.execute("BEGIN")
         lake.create_views(con)
         root, digest = _catalog_stamp(lake, con)
         con.execute(f"CREATE OR REPLACE TABLE {_CATALOG_TABLE} AS SELECT ? AS lake, ? AS sql_sha256", [root, digest])
+        con.execute("COMMIT")
     finally:
         con.close()
     if not lake.is_url:  # an object-store lake's attach holds credentials: never in a file others may read
@@ -97,11 +100,17 @@ def _catalog_is_current(catalog: Path, lake: Lake) -> bool:
         con.close()
 
 
-def open_catalog(catalog: Path, lake: Lake) -> duckdb.DuckDBPyConnection:
-    """The catalog, read-only, with ``lake`` attached read-only and within its limits: rebuilt
-    first when missing or built for another lake (a copied or moved warehouse) or another ``sql/``."""
+def ensure_catalog(catalog: Path, lake: Lake) -> None:
+    """Rebuild the catalog when it is missing or was built for another lake (a copied or moved
+    warehouse), another ``sql/``, other tables or the materialised tables' other currency."""
     if not (catalog.exists() and _catalog_is_current(catalog, lake)):
         build_catalog(catalog, lake)
+
+
+def open_catalog(catalog: Path, lake: Lake) -> duckdb.DuckDBPyConnection:
+    """The catalog, read-only, with ``lake`` attached read-only and within its limits
+    (:func:`ensure_catalog` first)."""
+    ensure_catalog(catalog, lake)
     con = connect(str(catalog), lake.limits, read_only=True)
     lake.attach(con, read_only=True)
     return con

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tasks.models.embedded_worker import EMBEDDED
+from tasks.models.embedded_worker import EMBEDDED, threads
 
 # Restarts of one model's worker per process (a sweep, or a unit flow run): after that, the
 # model's remaining chunks fail without being sent.
@@ -111,6 +111,7 @@ class Worker:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def _start(self) -> subprocess.Popen[bytes]:
+        threads()  # a bad INVARBENCH_EMBEDDED_THREADS is named here, not by a worker that died of it
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
         return subprocess.Popen(

