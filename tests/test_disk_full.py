@@ -42,6 +42,7 @@ def sweep(cfg) -> tuple[int, str]:
     return done.returncode, " ".join(done.stderr.split())
 
 
+@pytest.mark.slow  # a real small filesystem filled, three sweeps
 def test_a_full_disk_fails_the_sweep_clearly_and_the_next_one_loses_nothing(small_disk):
     state = FakeProvider()
     with FakeServer(state) as fake:

@@ -92,12 +92,15 @@ def test_a_sweep_goes_on_past_an_unreadable_file_and_sends_its_answers_again(tmp
         assert runner.invoke(app, ["sweep", "--config", str(cfg)]).exit_code == 0
         lake = Lake(str(tmp_path / "wh" / "lake"))
         [responses] = [f for f in data_files(lake) if "/responses/" in f]
+        # the answers in that file (a small last write may be inlined in the catalog, not a file)
+        in_file = duckdb.sql(f"SELECT count(*) FROM read_parquet('{responses}')").fetchone()[0]
+        assert 0 < in_file <= N_ITEMS
         corrupt(responses)
         # In a process of its own, as a next sweep is (this one's DuckDB still caches the file).
         proc = start_sweep(cfg)
         out, err = finish(proc)
         assert proc.returncode == 0, err[-3000:]
         assert "quarantined the unreadable data file" in " ".join(err.split())
-    assert len(state.seen) == 2 * N_ITEMS  # the answers set aside were asked again, the others not
+    assert len(state.seen) == N_ITEMS + in_file  # the answers set aside were asked again, the others not
     assert lake_query(tmp_path, "SELECT count(*) AS n FROM ledger WHERE status = 'ok'") == [{"n": N_ITEMS}]
     assert [f["table"] for f in quarantined_files(lake)] == ["responses"]

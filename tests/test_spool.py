@@ -10,6 +10,7 @@ import signal
 import time
 import uuid
 
+import pytest
 from conftest import fake_model_config
 from fakes import FakeProvider, FakeServer
 from test_stopping import N_ITEMS, finish, lake_query, start_sweep
@@ -71,6 +72,7 @@ def test_a_segment_is_deleted_once_its_batch_is_in_the_lake(tmp_path):
     assert lake.read("SELECT count(*) AS n FROM responses") == [{"n": 1}]
 
 
+@pytest.mark.slow  # a sweep in a process of its own, SIGKILLed
 def test_a_sigkilled_sweep_pays_again_only_the_calls_it_had_in_flight(tmp_path):
     """Killed as soon as the worker took a second call, so just after it spooled its first answer
     (well within the call stage's 2 s batch), then resumed: each request is paid once, but for
