@@ -26,6 +26,7 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 
 import s3_server
 from conftest import REPO, fake_model_config
+from flows.cli.prefect_server import die_with_parent
 from s3_server import free_port
 
 PREFECT = str(Path(sys.executable).parent / "prefect")
@@ -97,7 +98,9 @@ def ops(tmp_path_factory):
         log = home / f"{name}.log"
         logs.append(log)
         proc = subprocess.Popen([PREFECT, *args], cwd=REPO, env=env, stdout=log.open("wb"),
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                # a worker killed mid-session (a timeout) leaves no server behind
+                                preexec_fn=die_with_parent)
         procs.append(proc)
         return proc
 

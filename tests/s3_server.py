@@ -20,6 +20,8 @@ from pathlib import Path
 
 import boto3
 
+from flows.cli.prefect_server import die_with_parent
+
 BUCKET = "invarbench-lake"
 REGION = "us-east-1"
 # The first requests (creating the user, its key and its policy) run before authentication is
@@ -82,7 +84,8 @@ def start(log: Path) -> S3Server:
     endpoint = f"http://127.0.0.1:{port}"
     env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(_SETUP_CALLS)}
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+                            env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=die_with_parent)  # a test process killed mid-session leaves no server
     deadline = time.monotonic() + 60
     while True:  # a bare TCP connect: an HTTP request would count as one of the setup calls
         try:

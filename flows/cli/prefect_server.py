@@ -74,7 +74,7 @@ class _TemporaryServer:
             [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
              "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
              "--log-level", "error", "--lifespan", "on"],
-            env=env, start_new_session=True, preexec_fn=_die_with_parent)
+            env=env, start_new_session=True, preexec_fn=die_with_parent)
 
     def wait_up(self, check: Callable[[], None]) -> bool:
         """Whether the server answers its health check within Prefect's start-up timeout; ``check``
@@ -129,9 +129,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _die_with_parent() -> None:
-    # In the child between fork and exec: PR_SET_PDEATHSIG (1) = SIGTERM. Linux only; elsewhere
-    # the server ends by atexit alone.
+def die_with_parent() -> None:
+    """``preexec_fn`` of a child process that gets SIGTERM when the thread that started it ends,
+    however that happens (a SIGKILL included): Linux's PR_SET_PDEATHSIG; elsewhere nothing."""
+    # In the child between fork and exec: PR_SET_PDEATHSIG (1) = SIGTERM.
     import ctypes
 
     try:
