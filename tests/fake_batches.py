@@ -18,10 +18,10 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Callable
 
-from fakes import count_ones_responder
+from fakes import LoopbackServer, count_ones_responder
 
 
 @dataclass
@@ -179,23 +179,13 @@ def _handler(state: FakeBatches):
     return Handler
 
 
-class FakeBatchServer:
+class FakeBatchServer(LoopbackServer):
     """Context manager: a FakeBatches served on a free loopback port."""
 
     def __init__(self, state: FakeBatches | None = None):
         self.state = state or FakeBatches()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        super().__init__(_handler(self.state))
 
     @property
     def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> "FakeBatchServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        return f"{self.url}/v1"

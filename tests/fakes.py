@@ -121,23 +121,32 @@ def _handler(state: FakeProvider):
     return Handler
 
 
-class FakeServer:
-    """Context manager: a FakeProvider served on a free loopback port."""
+class LoopbackServer:
+    """Context manager: a request handler class served on a free loopback port, in a thread
+    (one per request), from ``with`` to its end; ``url`` is its address."""
 
-    def __init__(self, state: FakeProvider | None = None):
-        self.state = state or FakeProvider()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
-    @property
-    def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self):
         self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class FakeServer(LoopbackServer):
+    """Context manager: a FakeProvider served on a free loopback port."""
+
+    def __init__(self, state: FakeProvider | None = None):
+        self.state = state or FakeProvider()
+        super().__init__(_handler(self.state))
+
+    @property
+    def api_base(self) -> str:
+        return f"{self.url}/v1"

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import http.client
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
+
+from fakes import LoopbackServer
 
 REFUSED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>XMinioStorageFull</Code><Message>Storage backend '
            b"has reached its minimum free drive threshold. Please delete a few objects to proceed.</Message></Error>")
 
 
-class FullStore:
-    """The running proxy: ``endpoint`` to give the client, ``room`` (bytes of uploads still
-    accepted; None: unlimited), and what it let through and refused."""
+class FullStore(LoopbackServer):
+    """The running proxy: ``url`` to give the client as the endpoint, ``room`` (bytes of uploads
+    still accepted; None: unlimited), and what it let through and refused."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = urlsplit(upstream).netloc
@@ -31,18 +33,7 @@ class FullStore:
         self.stored_bytes = 0
         self.refused = 0
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self.server.daemon_threads = True
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FullStore:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(_handler(self))
 
     def admits(self, size: int) -> bool:
         """Whether an upload of ``size`` bytes is let through (then counted), or refused."""

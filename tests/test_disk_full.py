@@ -79,7 +79,7 @@ def test_a_full_object_store_fails_the_sweep_clearly_and_the_next_one_pays_nothi
     with running_s3_server(tmp_path / "moto.log") as s3, FullStore(s3.endpoint) as store, FakeServer(state) as fake:
         def bucket_config(n_max: int) -> Path:
             cfg = fake_model_config(tmp_path, fake.api_base, n_max=n_max)
-            keys = {**s3.lake_config("full"), "endpoint_url": store.endpoint}  # the bucket, through the proxy
+            keys = {**s3.lake_config("full"), "endpoint_url": store.url}  # the bucket, through the proxy
             cfg.write_text(cfg.read_text(encoding="utf-8").replace(
                 "[warehouse]\n", "[warehouse]\n" + "".join(f'{k} = "{v}"\n' for k, v in keys.items()), 1), encoding="utf-8")
             return cfg

@@ -166,7 +166,7 @@ def _files(con: duckdb.DuckDBPyConnection, path: str) -> tuple[pafs.FileSystem, 
     """The file system that holds ``path`` (a local path or an ``s3://`` URL) and the path in it.
     An object store is reached at the endpoint and region of the DuckDB secret ``con`` reads
     ``path`` with, and with the credentials of the environment, where that secret took them
-    (``tasks.lake.location.s3_secret_sql``; DuckDB shows a secret's settings, never its keys)."""
+    (``Lake.s3_secret_sql``; DuckDB shows a secret's settings, never its keys)."""
     import pyarrow.fs as pafs  # here, not at the top: 35 ms of every command's start
 
     if "://" not in path:
