@@ -273,7 +273,7 @@ def test_stale_running_run_is_crashed(tmp_path):
     assert lifecycle.mark_flow_run_crashed(str(uuid.uuid4()), "unknown") is False
 
 
-@pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])
+@pytest.mark.parametrize("value", ["0", "two", "-1", "1.5", "²"])
 def test_a_bad_thread_count_is_named_and_starts_no_worker(monkeypatch, value):
     monkeypatch.setenv(embedded_worker.THREADS_ENV, value)
     worker = embedded.Worker("smollm2")
@@ -283,7 +283,8 @@ def test_a_bad_thread_count_is_named_and_starts_no_worker(monkeypatch, value):
 
 
 def test_the_thread_count_is_the_variable_or_every_cpu_this_process_may_use(monkeypatch):
-    monkeypatch.setenv(embedded_worker.THREADS_ENV, "3")
-    assert embedded_worker.threads() == 3
+    for written, meant in (("3", 3), (" 2 ", 2), ("02", 2)):
+        monkeypatch.setenv(embedded_worker.THREADS_ENV, written)
+        assert embedded_worker.threads() == meant
     monkeypatch.delenv(embedded_worker.THREADS_ENV)
     assert embedded_worker.threads() == len(os.sched_getaffinity(0))

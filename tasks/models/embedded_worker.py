@@ -126,7 +126,7 @@ def threads() -> int:
     value = os.environ.get(THREADS_ENV, "").strip()
     if not value:
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if not value.isdigit() or int(value) < 1:
+    if not value.isdecimal() or int(value) < 1:  # isdigit() also takes '²', which int() refuses
         raise ValueError(f"{THREADS_ENV} must be a whole number of threads, 1 or more, not {value!r}")
     return int(value)
 
