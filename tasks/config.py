@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from tasks.errors import ConfigError
 from tasks.lake.config import WarehouseConfig
-from tasks.models.config import BUILTIN_MODELS, ModelConfig
+from tasks.models.config import BUILTIN_MODELS, ModelConfig, threads
 from tasks.runs.config import SweepConfig
 from tasks.strict_config import StrictConfig, listed_once
 from tasks.suites import get_task, suite_tasks
@@ -275,6 +275,11 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     for name, model in cfg.models.items():
         if model.provider == "local" and model.model not in BUILTIN_MODELS:
             raise ConfigError(f"models.{name}.model: unknown embedded model {model.model!r}; known: {', '.join(BUILTIN_MODELS)}")
+    if any(cfg.model(name).provider == "local" for name in cfg.sweep.models):
+        try:
+            threads()  # before any call: a bad value would otherwise be an error answer per request
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     _check_budget_prices(cfg)
     return cfg
 

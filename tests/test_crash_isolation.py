@@ -28,7 +28,8 @@ from flows.cli import app
 from flows.sweep import sweep
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
-from tasks.models import embedded, embedded_worker
+from tasks.models import config as model_config
+from tasks.models import embedded
 from tasks.runs import lifecycle
 
 WAIT_S = 300  # a deadline for waiting on the model, never a timing assertion
@@ -160,7 +161,8 @@ def test_worker_restarts_at_most_max_restarts_times():
 
 WORKER_OF_A_PARENT = """
 import sys
-from tasks.models import embedded, embedded_worker
+from tasks.models import config as model_config
+from tasks.models import embedded
 w = embedded.worker("smollm2")
 w.generate([{"role": "user", "content": "Hi"}], {"max_tokens": 2})
 print(w.pid, flush=True)
@@ -275,7 +277,7 @@ def test_stale_running_run_is_crashed(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "two", "-1", "1.5", "²"])
 def test_a_bad_thread_count_is_named_and_starts_no_worker(monkeypatch, value):
-    monkeypatch.setenv(embedded_worker.THREADS_ENV, value)
+    monkeypatch.setenv(model_config.THREADS_ENV, value)
     worker = embedded.Worker("smollm2")
     with pytest.raises(ValueError, match=f"INVARBENCH_EMBEDDED_THREADS must be a whole number of threads, 1 or more, not '{value}'"):
         worker.generate([{"role": "user", "content": "Hi"}], {"max_tokens": 2})
@@ -284,7 +286,16 @@ def test_a_bad_thread_count_is_named_and_starts_no_worker(monkeypatch, value):
 
 def test_the_thread_count_is_the_variable_or_every_cpu_this_process_may_use(monkeypatch):
     for written, meant in (("3", 3), (" 2 ", 2), ("02", 2)):
-        monkeypatch.setenv(embedded_worker.THREADS_ENV, written)
-        assert embedded_worker.threads() == meant
-    monkeypatch.delenv(embedded_worker.THREADS_ENV)
-    assert embedded_worker.threads() == len(os.sched_getaffinity(0))
+        monkeypatch.setenv(model_config.THREADS_ENV, written)
+        assert model_config.threads() == meant
+    monkeypatch.delenv(model_config.THREADS_ENV)
+    assert model_config.threads() == len(os.sched_getaffinity(0))
+
+
+def test_a_sweep_with_a_bad_thread_count_stops_before_anything_is_written(tmp_path):
+    cfg = crash_config(tmp_path, "http://127.0.0.1:9/v1")  # nothing may be sent: no server needed
+    done = run_cli("sweep", "--config", str(cfg), env={model_config.THREADS_ENV: "two"})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: INVARBENCH_EMBEDDED_THREADS must be a whole number of threads, 1 or more, not 'two'")
+    assert not (tmp_path / "wh").exists()

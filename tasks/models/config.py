@@ -1,8 +1,10 @@
 """A model's configuration (the ``models`` keys of ``invarbench.toml``): its litellm route,
-sampling parameters, limits, prices and budget, and the built-in embedded models."""
+sampling parameters, limits, prices and budget, and the built-in embedded models and their threads
+(``INVARBENCH_EMBEDDED_THREADS``)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -61,3 +63,18 @@ BUILTIN_MODELS: dict[str, ModelConfig] = {
     "local/smollm2": ModelConfig(model="local/smollm2", concurrency=1, timeout_s=300),
     "local/gemma3-270m": ModelConfig(model="local/gemma3-270m", concurrency=1, timeout_s=300),
 }
+
+
+THREADS_ENV = "INVARBENCH_EMBEDDED_THREADS"
+
+
+def threads() -> int:
+    """llama.cpp's threads for one call: ``INVARBENCH_EMBEDDED_THREADS``, else every CPU this process
+    may run on. Fewer help where other work shares the cores: llama.cpp's threads spin while they
+    wait for each other, and a thread that lost its core stalls all of them."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if not value:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if not value.isdecimal() or int(value) < 1:  # isdigit() also takes '²', which int() refuses
+        raise ValueError(f"{THREADS_ENV} must be a whole number of threads, 1 or more, not {value!r}")
+    return int(value)

@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tasks.models.embedded_worker import EMBEDDED, threads
+from tasks.models.config import threads
+from tasks.models.embedded_worker import EMBEDDED
 
 # Restarts of one model's worker per process (a sweep, or a unit flow run): after that, the
 # model's remaining chunks fail without being sent.

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tasks.environment import apply_defaults
+from tasks.models.config import threads
 
 
 @dataclass(frozen=True)
@@ -114,21 +115,6 @@ _log_filter = None
 _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
 _call_lock = threading.Lock()
-
-
-THREADS_ENV = "INVARBENCH_EMBEDDED_THREADS"
-
-
-def threads() -> int:
-    """llama.cpp's threads for one call: ``INVARBENCH_EMBEDDED_THREADS``, else every CPU this process
-    may run on. Fewer help where other work shares the cores: llama.cpp's threads spin while they
-    wait for each other, and a thread that lost its core stalls all of them."""
-    value = os.environ.get(THREADS_ENV, "").strip()
-    if not value:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if not value.isdecimal() or int(value) < 1:  # isdigit() also takes '²', which int() refuses
-        raise ValueError(f"{THREADS_ENV} must be a whole number of threads, 1 or more, not {value!r}")
-    return int(value)
 
 
 def load(name: str):
