@@ -25,13 +25,15 @@ REFUSED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>XMinioStorageF
 
 class FullStore(LoopbackServer):
     """The running proxy: ``url`` to give the client as the endpoint, ``room`` (bytes of uploads
-    still accepted; None: unlimited), and what it let through and refused."""
+    still accepted; None: unlimited), what it let through and refused, and every request it
+    received (``requests``: method and path, in order)."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = urlsplit(upstream).netloc
         self.room: int | None = None
         self.stored_bytes = 0
         self.refused = 0
+        self.requests: list[str] = []
         self.lock = threading.Lock()
         super().__init__(_handler(self))
 
@@ -55,6 +57,7 @@ def _handler(store: FullStore) -> type[BaseHTTPRequestHandler]:
 
         def forward(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            store.requests.append(f"{self.command} {self.path}")
             if self.command == "PUT" and not store.admits(len(body)):
                 self.answer(507, {"Content-Type": "application/xml"}, REFUSED)
                 return

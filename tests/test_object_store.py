@@ -16,9 +16,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
-
 import s3_server
 from conftest import (
     REPO,
@@ -32,7 +32,9 @@ from conftest import (
 )
 from fakes import FakeProvider, FakeServer
 from lake_fixtures import spooled_ok
-from tasks.config import load_config
+from s3_full import FullStore
+
+from tasks.config import Config, load_config
 from tasks.errors import ConfigError, LakeError
 from tasks.lake.lake import Lake
 from tasks.lake.schemas import SCHEMAS
@@ -242,6 +244,28 @@ def test_a_compaction_on_the_bucket_merges_and_deletes_the_replaced_objects(s3, 
     assert lake.compact(expire_before=now_utc()) == 4
     assert len(s3.keys("compact/lake/data/main/responses/")) == 1
     assert lake.read("SELECT count(*) AS n, count(DISTINCT response_id) AS d FROM responses") == [{"n": 80, "d": 80}]
+
+
+@pytest.mark.slow
+def test_a_commit_to_the_bucket_is_one_upload_and_opening_the_lake_one_listing(s3, tmp_path, monkeypatch):
+    with FullStore(s3.endpoint) as store:  # (room None: a proxy that only records the requests)
+        location = Config.model_validate({"warehouse": {**s3.lake_config("requests/lake"),
+                                                        "endpoint_url": store.url}}).lake_path
+        catalog = f"sqlite:{tmp_path / 'lake-catalog.sqlite'}"
+        Lake(location, catalog=catalog).ensure()
+        # a new lake: the listing that checks the bucket answers, the one that looks for an old lake
+        assert [unquote(r).split("prefix=", 1)[1] for r in store.requests] == ["requests/lake/data/.probe", "requests/lake/"]
+        monkeypatch.setattr(Lake, "_OPEN", {})  # opened again, as by a process of its own
+        store.requests.clear()
+        lake = Lake(location, catalog=catalog)
+        lake.ensure()
+        assert [unquote(r).split("prefix=", 1)[1] for r in store.requests] == ["requests/lake/data/.probe"]
+        for i in range(3):  # above DuckLake's inlining limit: each commit writes an object
+            store.requests.clear()
+            write_rows(lake, "responses", [{"response_id": f"r{i}-{j}", "status": "ok"} for j in range(20)])
+            # its upload, whole (no multipart, no HEAD, no listing, no read back): the rest is the catalog's
+            [put] = store.requests
+            assert put.startswith("PUT /invarbench-lake/requests/lake/data/main/responses/") and "?" not in put
 
 
 @pytest.mark.slow

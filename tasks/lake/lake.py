@@ -167,6 +167,10 @@ class Lake:
         """Attach the lake to ``con`` (:meth:`attach_sql`); nothing when it is read and has no catalog
         yet (its views read empty tables), unless it is an old lake: a reader imports it first."""
         self._reach(con)  # an unusable object store says so, even before its first commit
+        self._attach_reached(con, read_only, at)
+
+    def _attach_reached(self, con: duckdb.DuckDBPyConnection, read_only: bool | None, at: int | None) -> None:
+        """:meth:`attach` on ``con`` that :meth:`_reach` has set up (its listing is not repeated)."""
         if (read_only or self.read_only or at is not None) and not self.has_catalog():
             if not old_layout.found(self.root, self.is_url):
                 return
@@ -245,7 +249,7 @@ class Lake:
                     with contextlib.closing(sqlite3.connect(path)) as db:
                         db.execute("PRAGMA journal_mode=WAL")
                 try:
-                    self.attach(con, read_only=False)
+                    self._attach_reached(con, read_only=False, at=None)
                     fresh = fresh or not ducklake.lake_tables(con)
                     ducklake.create_tables(con)
                 except duckdb.IOException as exc:
