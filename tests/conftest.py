@@ -31,7 +31,7 @@ os.environ.pop("PREFECT_API_URL", None)
 # loses its core (a two-thread test took 1,126 s at a load of 35).
 os.environ.setdefault("INVARBENCH_EMBEDDED_THREADS", "1")
 
-# The session's Prefect server with deployments and process workers (the `ops` fixture).
+# The Prefect server with deployments and process workers of tests/test_ops.py (the `ops` fixture).
 pytest_plugins = ["ops_server"]
 
 REPO = Path(__file__).resolve().parent.parent

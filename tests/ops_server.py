@@ -1,12 +1,13 @@
-"""A real Prefect server, the deployments of deploy/prefect.yaml and two process workers, for the session.
+"""A real Prefect server, the deployments of deploy/prefect.yaml and two process workers, for tests/test_ops.py.
 
 One server (``prefect server start`` on a free loopback port, its own PREFECT_HOME) and two
-process workers on the ``invarbench`` pool serve every test that asks for the ``ops`` fixture
-(tests/test_ops.py, tests/test_stopping.py): started once, on first use, because the start-up
-(server, ``python -m flows.deploy`` as ``make deploy`` runs it, workers, the S3 server whose
-bucket the workers share) takes 20-30 s. Every process started here is stopped by its process
-group id at the end of the session. Registered as a plugin by tests/conftest.py.
-"""
+process workers on the ``invarbench`` pool serve every test that asks for the ``ops`` fixture.
+Those tests all live in tests/test_ops.py and the fixture is scoped to that module: started once
+there, because the start-up (server, ``python -m flows.deploy`` as ``make deploy`` runs it,
+workers, the S3 server whose bucket the workers share) takes 20-30 s, and stopped when the module
+ends, because the idle stack (workers polling each second, the server's services) burns about
+7 s of CPU a minute, which the rest of the session would pay on the worker that ran it. Every
+process started here is stopped by its process group id. Registered as a plugin by tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def worker_logs(ops: Ops) -> str:
     return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in ops.workers)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ops(tmp_path_factory):
     """A Prefect server, the deployments of deploy/prefect.yaml, two process workers and an S3 server.
 

@@ -136,6 +136,20 @@ def test_an_extension_built_for_another_duckdb_stops_every_command_at_start_up(t
     assert not warehouse.exists()
 
 
+def test_an_extension_whose_signature_does_not_match_is_refused_though_connections_skip_the_check(tmp_path, monkeypatch):
+    # The product's connections allow unsigned extensions because load_sql has DuckDB check each
+    # file's signature once per process: a file altered after signing must still be refused.
+    real = engine.extension_file("httpfs").read_bytes()
+    tampered = tmp_path / "httpfs.duckdb_extension"
+    tampered.write_bytes(real[:100] + bytes([real[100] ^ 0xFF]) + real[101:])  # code, not the footer
+    monkeypatch.setattr(engine, "extension_file", lambda name: tampered if name == "httpfs" else None)
+    with pytest.raises(duckdb.Error, match="signature"):
+        engine.load_sql("httpfs")
+    con = engine.connect()
+    assert con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchone()[0] is True
+    con.close()
+
+
 def _built_catalog(home: Path) -> tuple[Path, dict[str, list[str]]]:
     """The catalog of the warehouse under ``home``, built by this DuckDB, and the rows of each of its
     views (as :data:`ROWS_OF_EVERY_VIEW` gives them)."""

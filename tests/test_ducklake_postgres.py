@@ -12,15 +12,12 @@ import pytest
 
 import postgres_server
 import s3_server
-from conftest import fake_model_config, run_cli, running_s3_server, write_config
-from fakes import FakeProvider, FakeServer
-from ops_server import child_runs
+from conftest import running_s3_server, write_config
 from tasks.config import Config, load_config
 from tasks.errors import ConfigError
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from test_compact import assert_writers_and_compactors_lose_and_duplicate_nothing
-from test_ops import assert_one_ok_response_per_request, start_run, wait_for, with_warehouse_keys
 from test_snapshots import responses
 
 
@@ -109,36 +106,3 @@ def test_a_reader_of_a_postgres_catalog_no_writer_created_yet_reads_empty_tables
     assert reader.read("SELECT count(*) AS n FROM responses") == [{"n": 0}]
     write_rows(Lake(str(tmp_path / "lake"), catalog=catalog), "responses", responses("w", "w"))
     assert reader.read("SELECT count(*) AS n FROM responses") == [{"n": 100}]
-
-
-@pytest.mark.slow
-def test_a_sweep_on_two_workers_and_the_same_sweep_here_share_a_postgres_and_s3_lake(ops, postgres, tmp_path,
-                                                                                     monkeypatch):
-    """The nightly sweep dispatched to the two Prefect workers of ``ops`` (each unit a flow-run
-    process) and the same sweep run here at the same time, on one lake: its catalog on
-    PostgreSQL, its data in the workers' bucket. Nothing is lost or duplicated and the provider
-    is paid once per request: the claims hold across every process."""
-    for key, value in ops.s3.env().items():
-        if key.startswith("AWS_"):
-            monkeypatch.setenv(key, value)
-    state = FakeProvider(delay_s=0.2)
-    with FakeServer(state) as fake:
-        cfg = fake_model_config(tmp_path, fake.api_base, n_max=40, sweep_extra={"batch_size": 4})
-        with_warehouse_keys(cfg, {"catalog": f"postgres:{postgres.create_database('two_workers')}",
-                                  **ops.s3.lake_config("two-workers/lake")})
-        dispatched = start_run(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
-        here = run_cli("sweep", "--config", str(cfg))
-        assert here.returncode == 0, here.stderr
-        dispatched = wait_for(ops, dispatched)
-    assert all(c.state.is_completed() for c in child_runs(ops, dispatched.id))
-
-    lake = Lake.of(load_config(cfg))
-    assert lake.catalog.startswith("postgres:") and lake.data_path.startswith("s3://")
-    runs = lake.read("SELECT run_id, status, flow_run_id FROM runs")
-    assert sorted((r["flow_run_id"] == str(dispatched.id), r["status"]) for r in runs) == [
-        (False, "completed"), (True, "completed")]
-    for run in runs:  # each run's requests answered once, ok
-        assert assert_one_ok_response_per_request(lake, run["run_id"]) == 8
-    assert lake.read("SELECT count(*) AS n, count(DISTINCT request_id) AS d FROM responses") == [{"n": 8, "d": 8}]
-    assert len(state.seen) == 8 and len(set(state.contents())) == 8  # sent once each, none missing
-    assert not (tmp_path / "wh" / "lake").exists()  # the data went to the bucket

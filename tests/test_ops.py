@@ -1,9 +1,11 @@
 """Operations against a real Prefect server: deployments, workers, shared limits.
 
 The server, two process workers on the ``invarbench`` pool and the deployments that
-``python -m flows.deploy`` (what ``make deploy`` runs) registers are the session's ``ops``
-fixture (tests/ops_server.py). The fake OpenAI-compatible server (tests/fakes.py) stands in for
-a paid API.
+``python -m flows.deploy`` (what ``make deploy`` runs) registers are the ``ops`` fixture
+(tests/ops_server.py), started once for this module, which holds every test that needs it: also a
+dispatched sweep cancelled through the API (stopping, with test_stopping.py's helpers) and one on
+a PostgreSQL catalog beside a sweep here. The fake OpenAI-compatible server (tests/fakes.py)
+stands in for a paid API.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from pathlib import Path
 
 import pytest
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+from prefect.states import Cancelling
 
 from conftest import REPO, fake_model_config, run_cli
 from fakes import FakeProvider, FakeServer
 from ops_server import TIMEZONE, Ops, child_runs, stop, worker_logs
+from test_stopping import N_ITEMS, WAIT_S, assert_cancelled_with_every_sent_request_answered
+from flows.sweep import sweep
 from tasks.config import load_config
 from tasks.errors import ConfigError
 from tasks.lake.lake import Lake
@@ -168,8 +173,8 @@ def test_deployments_registered_and_a_worker_runs_the_nightly_sweep(ops, tmp_pat
 def test_a_missing_shared_limit_stops_the_call_stage(ops, tmp_path, monkeypatch):
     """strict=True: a model whose limits were never created sends nothing instead of running unlimited."""
     from tasks.items.generate import generate_task, item_row
-    from tasks.models.stream import run_calls
     from tasks.models.routes import RateLimiter
+    from tasks.models.stream import run_calls
 
     monkeypatch.setenv("PREFECT_API_URL", ops.api)
     with FakeServer() as fake, ops.settings():
@@ -288,3 +293,92 @@ def test_two_workers_share_a_dispatched_sweep_on_one_bucket_under_one_global_lim
             any_=[run.id] + [c.id for c in children])))
     assert artifacts and all(s3.secret not in json.dumps(a.data, default=str) for a in artifacts)
     assert all(s3.secret not in log for log in logs)
+
+
+# --- a dispatched sweep cancelled through the API (issue #30; helpers of test_stopping.py) -------
+
+
+def wait_final(ops, flow_run_id, what: str):
+    deadline = time.monotonic() + WAIT_S
+    with ops.settings(), ops.client() as client:
+        while True:
+            run = client.read_flow_run(flow_run_id)
+            if run.state.is_final():
+                return run
+            if time.monotonic() > deadline:
+                pytest.fail(f"{what} not final after {WAIT_S} s ({run.state}):\n" + worker_logs(ops))
+            time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_a_deployment_run_cancelled_through_the_api_stops_its_workers_cleanly(ops, tmp_path):
+    """The nightly sweep on the workers, its units as flow runs: cancelling it (as the UI does)
+    stops every unit, keeps what they answered, and the next sweep resumes paying each request once."""
+    state = FakeProvider(delay_s=1.0)
+    with FakeServer(state) as fake:
+        cfg = fake_model_config(tmp_path, fake.api_base, n_max=5 * N_ITEMS,
+                                # A call's answer is kept once its shared slot is released too: an API
+                                # call to a server that is busy cancelling every unit at that moment.
+                                sweep_extra={"batch_size": 20, "stop_grace_s": 20.0, "cancel_poll_s": 0.5})
+        with ops.settings(), ops.client() as client:
+            deployment = client.read_deployment_by_name("sweep/nightly-sweep")
+            parent = client.create_flow_run_from_deployment(deployment.id, parameters={"config_path": str(cfg)})
+            deadline = time.monotonic() + WAIT_S
+            while len(state.seen) < 4:
+                assert time.monotonic() < deadline, "no unit ever called the provider:\n" + worker_logs(ops)
+                time.sleep(0.2)
+            client.set_flow_run_state(parent.id, Cancelling(message="cancelled by the test"))
+        parent = wait_final(ops, parent.id, "the cancelled sweep")
+        assert parent.state.is_cancelled(), f"{parent.state}\n" + worker_logs(ops)
+        units = child_runs(ops, parent.id)
+        for unit in units:
+            unit = wait_final(ops, unit.id, unit.name)
+            assert unit.state.is_cancelled() or unit.state.is_completed(), f"{unit.name}: {unit.state}"
+        assert any(wait_final(ops, u.id, u.name).state.is_cancelled() for u in units)
+        run = assert_cancelled_with_every_sent_request_answered(tmp_path, state)
+        assert run["flow_run_id"] == str(parent.id)
+
+        # The next sweep resumes in this process: what it must show is in the lake (each request
+        # paid once), and a second dispatched run would cost a flow-run process per unit again.
+        state.delay_s = 0.0  # the resumed run's calls need not take a second each
+        again = sweep(str(cfg))
+        assert again["sent"] == N_ITEMS - run["n_sent"], (again, run)
+    contents = state.contents()
+    assert len(contents) == N_ITEMS == len(set(contents))  # paid once each, none missing
+    statuses = lake_query(tmp_path / "wh", "SELECT status FROM runs ORDER BY started_at")
+    assert [r["status"] for r in statuses] == ["cancelled", "completed"]
+
+
+# --- a dispatched sweep on a PostgreSQL catalog and the workers' bucket (test_ducklake_postgres.py) ---
+
+@pytest.mark.slow
+def test_a_sweep_on_two_workers_and_the_same_sweep_here_share_a_postgres_and_s3_lake(ops, postgres, tmp_path,
+                                                                                     monkeypatch):
+    """The nightly sweep dispatched to the two Prefect workers of ``ops`` (each unit a flow-run
+    process) and the same sweep run here at the same time, on one lake: its catalog on
+    PostgreSQL, its data in the workers' bucket. Nothing is lost or duplicated and the provider
+    is paid once per request: the claims hold across every process."""
+    for key, value in ops.s3.env().items():
+        if key.startswith("AWS_"):
+            monkeypatch.setenv(key, value)
+    state = FakeProvider(delay_s=0.2)
+    with FakeServer(state) as fake:
+        cfg = fake_model_config(tmp_path, fake.api_base, n_max=40, sweep_extra={"batch_size": 4})
+        with_warehouse_keys(cfg, {"catalog": f"postgres:{postgres.create_database('two_workers')}",
+                                  **ops.s3.lake_config("two-workers/lake")})
+        dispatched = start_run(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
+        here = run_cli("sweep", "--config", str(cfg))
+        assert here.returncode == 0, here.stderr
+        dispatched = wait_for(ops, dispatched)
+    assert all(c.state.is_completed() for c in child_runs(ops, dispatched.id))
+
+    lake = Lake.of(load_config(cfg))
+    assert lake.catalog.startswith("postgres:") and lake.data_path.startswith("s3://")
+    runs = lake.read("SELECT run_id, status, flow_run_id FROM runs")
+    assert sorted((r["flow_run_id"] == str(dispatched.id), r["status"]) for r in runs) == [
+        (False, "completed"), (True, "completed")]
+    for run in runs:  # each run's requests answered once, ok
+        assert assert_one_ok_response_per_request(lake, run["run_id"]) == 8
+    assert lake.read("SELECT count(*) AS n, count(DISTINCT request_id) AS d FROM responses") == [{"n": 8, "d": 8}]
+    assert len(state.seen) == 8 and len(set(state.contents())) == 8  # sent once each, none missing
+    assert not (tmp_path / "wh" / "lake").exists()  # the data went to the bucket

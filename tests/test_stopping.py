@@ -29,7 +29,6 @@ from conftest import REPO, fake_model_config
 from fakes import FakeProvider, FakeServer
 from flows.cli import app
 from flows.sweep import sweep
-from ops_server import child_runs, worker_logs
 from tasks.lake.lake import Lake
 
 N_ITEMS = 40  # closure n = 5, 10, ..., 200
@@ -273,56 +272,3 @@ def test_the_call_stage_starts_no_new_call_and_keeps_those_in_flight(tmp_path):
         finally:
             stopping.reset()
             stopping.configure(*defaults)
-
-# --- a dispatched sweep on the session's server and workers (tests/ops_server.py) -------------
-
-
-def wait_final(ops, flow_run_id, what: str):
-    deadline = time.monotonic() + WAIT_S
-    with ops.settings(), ops.client() as client:
-        while True:
-            run = client.read_flow_run(flow_run_id)
-            if run.state.is_final():
-                return run
-            if time.monotonic() > deadline:
-                pytest.fail(f"{what} not final after {WAIT_S} s ({run.state}):\n" + worker_logs(ops))
-            time.sleep(0.5)
-
-
-@pytest.mark.slow
-def test_a_deployment_run_cancelled_through_the_api_stops_its_workers_cleanly(ops, tmp_path):
-    """The nightly sweep on the workers, its units as flow runs: cancelling it (as the UI does)
-    stops every unit, keeps what they answered, and the next sweep resumes paying each request once."""
-    state = FakeProvider(delay_s=1.0)
-    with FakeServer(state) as fake:
-        cfg = fake_model_config(tmp_path, fake.api_base, n_max=5 * N_ITEMS,
-                                # A call's answer is kept once its shared slot is released too: an API
-                                # call to a server that is busy cancelling every unit at that moment.
-                                sweep_extra={"batch_size": 20, "stop_grace_s": 20.0, "cancel_poll_s": 0.5})
-        with ops.settings(), ops.client() as client:
-            deployment = client.read_deployment_by_name("sweep/nightly-sweep")
-            parent = client.create_flow_run_from_deployment(deployment.id, parameters={"config_path": str(cfg)})
-            deadline = time.monotonic() + WAIT_S
-            while len(state.seen) < 4:
-                assert time.monotonic() < deadline, "no unit ever called the provider:\n" + worker_logs(ops)
-                time.sleep(0.2)
-            client.set_flow_run_state(parent.id, Cancelling(message="cancelled by the test"))
-        parent = wait_final(ops, parent.id, "the cancelled sweep")
-        assert parent.state.is_cancelled(), f"{parent.state}\n" + worker_logs(ops)
-        units = child_runs(ops, parent.id)
-        for unit in units:
-            unit = wait_final(ops, unit.id, unit.name)
-            assert unit.state.is_cancelled() or unit.state.is_completed(), f"{unit.name}: {unit.state}"
-        assert any(wait_final(ops, u.id, u.name).state.is_cancelled() for u in units)
-        run = assert_cancelled_with_every_sent_request_answered(tmp_path, state)
-        assert run["flow_run_id"] == str(parent.id)
-
-        # The next sweep resumes in this process: what it must show is in the lake (each request
-        # paid once), and a second dispatched run would cost a flow-run process per unit again.
-        state.delay_s = 0.0  # the resumed run's calls need not take a second each
-        again = sweep(str(cfg))
-        assert again["sent"] == N_ITEMS - run["n_sent"], (again, run)
-    contents = state.contents()
-    assert len(contents) == N_ITEMS == len(set(contents))  # paid once each, none missing
-    statuses = lake_query(tmp_path, "SELECT status FROM runs ORDER BY started_at")
-    assert [r["status"] for r in statuses] == ["cancelled", "completed"]
