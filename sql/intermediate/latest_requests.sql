@@ -4,6 +4,6 @@
 
 CREATE OR REPLACE VIEW latest_requests AS
 SELECT trial_id, step, step_index, request_id, item_id, model, sample_idx, created_at,
-       json_extract_string(messages, '$[-1].content') AS content
+       request_content(messages) AS content
 FROM run_requests
 QUALIFY request_recency(trial_id, step, created_at) = 1;

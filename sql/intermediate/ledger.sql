@@ -4,7 +4,4 @@
 
 CREATE OR REPLACE VIEW ledger AS
 SELECT * FROM responses
-QUALIFY row_number() OVER (
-    PARTITION BY request_id
-    ORDER BY (status = 'ok') DESC, CASE WHEN status = 'ok' THEN created_at END ASC, created_at DESC
-) = 1;
+QUALIFY response_precedence(request_id, status, created_at) = 1;

@@ -1,34 +1,38 @@
--- paired_outcomes: one row per pair of answers to the same question on either side of a comparison.
--- depends_on: family_trials
+-- paired_outcomes: one row per pair of sides of a comparison and pair of outcomes, with how many answer pairs had them.
+-- depends_on: family_units, item_outcomes
 
--- Paired outcomes for McNemar tests, one row per answer to the same question on either side:
--- comparison 'variants' pairs two variants of one family unit (family, seed, sample) for one
--- model; comparison 'models' pairs two models on the same trial (item and sample), all variants
--- together, with model NULL. side_a / side_b name what is compared (variants or models). Every
--- pair of sides present in a group is listed, and an answer with no partner on the other side
--- (the unit lacks that variant, or the other model never answered that item) is kept with the
--- missing side NULL, so paired_tests can count it as unpaired instead of losing it.
+-- Paired outcomes for McNemar tests: the number n of answers to the same question on either side
+-- with each pair of outcomes (status_a, status_b, correct_a, correct_b). Comparison 'variants'
+-- pairs two variants of one family unit (family, seed, sample) for one model (family_units);
+-- comparison 'models' pairs two models on the same trial (item and sample), all variants
+-- together, with model NULL (item_outcomes). side_a / side_b name what is compared (variants or
+-- models). Every pair of sides present in a group is listed, and an answer with no partner on the
+-- other side (the unit lacks that variant, or the other model never answered that item) is kept
+-- with the missing side NULL, so paired_tests can count it as unpaired instead of losing it.
+-- Units and questions with the same outcomes are counted together before they are paired: the
+-- pairs are then a few thousand rows, not one per answer.
 CREATE OR REPLACE VIEW paired_outcomes AS
--- family_trials is read by every part below; materialised once, not derived anew for each.
-WITH ft AS MATERIALIZED (
-    SELECT model, suite, task, category, prompt_style, family_unit, sample_idx, variant, variant_rank,
-           item_id, trial_id, status, is_correct
-    FROM family_trials
+WITH unit_outcomes AS (
+    SELECT model, suite, task, category, prompt_style, variants AS sides, statuses, corrects, count(*) AS n
+    FROM family_units
+    GROUP BY ALL
+),
+question_outcomes AS (
+    SELECT suite, task, category, prompt_style, models AS sides, statuses, corrects, count(*) AS n
+    FROM item_outcomes
+    GROUP BY ALL
 ),
 variant_sides AS (
-    SELECT DISTINCT model, suite, task, category, prompt_style, variant, variant_rank FROM ft
+    SELECT DISTINCT model, suite, task, category, prompt_style, unnest(sides) AS variant FROM unit_outcomes
 ),
 variant_pairs AS (
     SELECT a.model, a.suite, a.task, a.category, a.prompt_style, a.variant AS side_a, b.variant AS side_b
     FROM variant_sides a
     JOIN variant_sides b USING (model, suite, task, category, prompt_style)
-    WHERE (a.variant_rank, a.variant) < (b.variant_rank, b.variant)
-),
-variant_units AS (
-    SELECT DISTINCT model, suite, task, category, prompt_style, family_unit FROM ft
+    WHERE (variant_rank(a.variant), a.variant) < (variant_rank(b.variant), b.variant)
 ),
 model_sides AS (
-    SELECT DISTINCT suite, task, category, prompt_style, model FROM ft
+    SELECT DISTINCT suite, task, category, prompt_style, unnest(sides) AS model FROM question_outcomes
 ),
 model_side_pairs AS (
     SELECT a.suite, a.task, a.category, a.prompt_style, a.model AS side_a, b.model AS side_b
@@ -36,25 +40,20 @@ model_side_pairs AS (
     JOIN model_sides b USING (suite, task, category, prompt_style)
     WHERE a.model < b.model
 ),
-model_trials AS (
-    SELECT DISTINCT suite, task, category, prompt_style, item_id, sample_idx FROM ft
+sided AS (
+    SELECT 'variants' AS comparison, p.*, o.statuses, o.corrects, o.n,
+           list_position(o.sides, p.side_a) AS at_a, list_position(o.sides, p.side_b) AS at_b
+    FROM variant_pairs p
+    JOIN unit_outcomes o USING (model, suite, task, category, prompt_style)
+    UNION ALL
+    SELECT 'models', NULL, p.*, o.statuses, o.corrects, o.n,
+           list_position(o.sides, p.side_a), list_position(o.sides, p.side_b)
+    FROM model_side_pairs p
+    JOIN question_outcomes o USING (suite, task, category, prompt_style)
 )
-SELECT 'variants' AS comparison, p.model, p.suite, p.task, p.category, p.prompt_style, p.side_a, p.side_b,
-       a.status AS status_a, b.status AS status_b, a.is_correct AS correct_a, b.is_correct AS correct_b
-FROM variant_pairs p
-JOIN variant_units u USING (model, suite, task, category, prompt_style)
-LEFT JOIN ft a ON a.family_unit = u.family_unit AND a.variant = p.side_a
-LEFT JOIN ft b ON b.family_unit = u.family_unit AND b.variant = p.side_b
-WHERE a.trial_id IS NOT NULL OR b.trial_id IS NOT NULL
-UNION ALL
-SELECT 'models', NULL, p.suite, p.task, p.category, p.prompt_style, p.side_a, p.side_b,
-       a.status, b.status, a.is_correct, b.is_correct
-FROM model_side_pairs p
-JOIN model_trials t USING (suite, task, category, prompt_style)
-LEFT JOIN ft a
-  ON a.item_id = t.item_id AND a.sample_idx = t.sample_idx AND a.model = p.side_a
- AND a.suite = t.suite AND a.task = t.task AND a.category = t.category AND a.prompt_style = t.prompt_style
-LEFT JOIN ft b
-  ON b.item_id = t.item_id AND b.sample_idx = t.sample_idx AND b.model = p.side_b
- AND b.suite = t.suite AND b.task = t.task AND b.category = t.category AND b.prompt_style = t.prompt_style
-WHERE a.trial_id IS NOT NULL OR b.trial_id IS NOT NULL;
+SELECT comparison, model, suite, task, category, prompt_style, side_a, side_b,
+       statuses[at_a] AS status_a, statuses[at_b] AS status_b, corrects[at_a] AS correct_a, corrects[at_b] AS correct_b,
+       CAST(sum(n) AS BIGINT) AS n
+FROM sided
+WHERE at_a IS NOT NULL OR at_b IS NOT NULL
+GROUP BY ALL;

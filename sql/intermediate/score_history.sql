@@ -2,7 +2,10 @@
 -- (ordered by created_at; previous_* NULL for the first) and its item's suite, task, variant,
 -- prompt style and gold; is_latest: the row is the trial's current score.
 -- depends_on: all_scores, items
+-- materialised: trial_id
 
+-- Stored: score_changes reads its rows; derived, its windows ran over every score version of the
+-- lake (1.8 s of CPU at 1,000,000 responses).
 CREATE OR REPLACE VIEW score_history AS
 WITH history AS (
     SELECT

@@ -7,3 +7,7 @@ CREATE OR REPLACE MACRO mcnemar_exact_p(b, c) AS
         range(least(b, c) + 1),
         lambda i: exp(lgamma(b + c + 1) - lgamma(i + 1) - lgamma(b + c - i + 1) - (b + c) * ln(2))
     ))) END;
+
+-- The number of answer pairs of a group of paired_outcomes rows (each counts `n` pairs) that
+-- satisfy `condition`: what count(*) FILTER (WHERE condition) was over one row per pair.
+CREATE OR REPLACE MACRO n_pairs_where(n, condition) AS CAST(coalesce(sum(n) FILTER (WHERE condition), 0) AS BIGINT);

@@ -2,9 +2,9 @@
 -- depends_on: paired_outcomes
 
 -- McNemar test per pair of sides within (comparison, model, suite, task, category, prompt style),
--- over the pairs where both answers are scored: b = correct on side_a only, c = correct on side_b
--- only; exact two-sided binomial p-value. n_error counts pairs left out because either answer is
--- an error; n_unpaired_a / n_unpaired_b count answers (any status) of one side with no partner on
+-- over the pairs where both answers are scored (each row of paired_outcomes counts n pairs): b =
+-- correct on side_a only, c = correct on side_b only; exact two-sided binomial p-value. n_error
+-- counts pairs left out because either answer is an error; n_unpaired_a / n_unpaired_b count answers (any status) of one side with no partner on
 -- the other (n_unpaired is their sum), so nothing leaves the test silently. A pair of sides with
 -- no scored pair (n_pairs = 0) is no test: p_value NULL, outside every Holm family.
 -- Holm's step-down adjustment runs over the family of tests a reader compares at once, named in
@@ -15,21 +15,21 @@ CREATE OR REPLACE VIEW paired_tests AS
 WITH pairs AS (
     SELECT
         comparison, model, suite, task, category, prompt_style, side_a, side_b,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error') AS n_pairs,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND correct_b) AS n_both_correct,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND correct_a AND NOT correct_b) AS b,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND correct_b) AS c,
-        count(*) FILTER (WHERE status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND NOT correct_b) AS n_both_not_correct,
-        count(*) FILTER (WHERE status_a = 'wrong' AND status_b <> 'error') AS n_wrong_a,
-        count(*) FILTER (WHERE status_b = 'wrong' AND status_a <> 'error') AS n_wrong_b,
-        count(*) FILTER (WHERE status_a = 'unparsable' AND status_b <> 'error') AS n_unparsable_a,
-        count(*) FILTER (WHERE status_b = 'unparsable' AND status_a <> 'error') AS n_unparsable_b,
-        count(*) FILTER (WHERE status_a = 'truncated' AND status_b <> 'error') AS n_truncated_a,
-        count(*) FILTER (WHERE status_b = 'truncated' AND status_a <> 'error') AS n_truncated_b,
-        count(*) FILTER (WHERE status_a IS NOT NULL AND status_b IS NOT NULL
+        n_pairs_where(n, status_a <> 'error' AND status_b <> 'error') AS n_pairs,
+        n_pairs_where(n, status_a <> 'error' AND status_b <> 'error' AND correct_a AND correct_b) AS n_both_correct,
+        n_pairs_where(n, status_a <> 'error' AND status_b <> 'error' AND correct_a AND NOT correct_b) AS b,
+        n_pairs_where(n, status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND correct_b) AS c,
+        n_pairs_where(n, status_a <> 'error' AND status_b <> 'error' AND NOT correct_a AND NOT correct_b) AS n_both_not_correct,
+        n_pairs_where(n, status_a = 'wrong' AND status_b <> 'error') AS n_wrong_a,
+        n_pairs_where(n, status_b = 'wrong' AND status_a <> 'error') AS n_wrong_b,
+        n_pairs_where(n, status_a = 'unparsable' AND status_b <> 'error') AS n_unparsable_a,
+        n_pairs_where(n, status_b = 'unparsable' AND status_a <> 'error') AS n_unparsable_b,
+        n_pairs_where(n, status_a = 'truncated' AND status_b <> 'error') AS n_truncated_a,
+        n_pairs_where(n, status_b = 'truncated' AND status_a <> 'error') AS n_truncated_b,
+        n_pairs_where(n, status_a IS NOT NULL AND status_b IS NOT NULL
                            AND (status_a = 'error' OR status_b = 'error')) AS n_error,
-        count(*) FILTER (WHERE status_b IS NULL) AS n_unpaired_a,
-        count(*) FILTER (WHERE status_a IS NULL) AS n_unpaired_b
+        n_pairs_where(n, status_b IS NULL) AS n_unpaired_a,
+        n_pairs_where(n, status_a IS NULL) AS n_unpaired_b
     FROM paired_outcomes
     GROUP BY ALL
 ),

@@ -49,6 +49,10 @@ CHANGED_KEYS = {
                     WHERE request_id IN (SELECT request_id FROM changed_parses)) t
         JOIN raw_items i USING (item_id)""",
 }
+CHANGED_KEYS["score_history"] = CHANGED_KEYS["trial_scores"]  # a trial's score versions, or its item
+# a unit is within a family and model; a question (item and sample) within a family
+CHANGED_KEYS["family_units"] = CHANGED_KEYS["family_trials"]
+CHANGED_KEYS["item_outcomes"] = f"SELECT DISTINCT family_id FROM ({CHANGED_KEYS['family_trials']})"
 
 # For each view, the relation its rows of a key are computed from (every row of that relation with
 # the key, and no other) and what that relation reads as it is: while a key's rows are recomputed,
@@ -56,7 +60,10 @@ CHANGED_KEYS = {
 SCOPES = {
     "latest_parses": ("all_parses", "raw_parses"),
     "trial_scores": ("all_scores", "raw_scores"),
+    "score_history": ("all_scores", "raw_scores"),
     "family_trials": ("trial_scores", "lake_table('trial_scores')"),
+    "family_units": ("family_trials", "lake_table('family_trials')"),
+    "item_outcomes": ("family_trials", "lake_table('family_trials')"),
 }
 
 # A full rebuild computes each view over slices of its keys (a hash of the key columns), about this

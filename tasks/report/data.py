@@ -10,14 +10,16 @@ import polars as pl
 
 # The marts the report reads share intermediate views, and DuckDB derives a view again in every
 # query that reads it: trial_scores sits under every metric, family_trials under the flip
-# patterns, invariance and McNemar tests, paired_tests under both McNemar tables. At a million
+# patterns, invariance and McNemar tests (through family_units and item_outcomes, which a
+# materialised lake reads from its tables: taken here too, so that they show the same state as
+# the rest), paired_tests under both McNemar tables. At a million
 # scored responses that repetition was most of the report's time (bench/PROFILE.md). So the
 # report's own connection takes each of them once, in this order (each reads the ones before), as
 # a temporary table of the same name: DuckDB looks names up in the temporary schema first, so
 # every view above reads the snapshot. The definitions stay the views' own, and every table of
 # one report sees the same state of the lake even while a sweep writes. The connection is the
 # report's alone and is closed after load().
-SNAPSHOT = ("items", "trial_scores", "family_trials", "paired_tests")
+SNAPSHOT = ("items", "trial_scores", "family_trials", "family_units", "item_outcomes", "paired_tests")
 
 
 def snapshot_intermediates(con) -> None:
