@@ -219,8 +219,8 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
               chunks: list[list[dict[str, Any]]], dropped_families: list[dict[str, Any]], config_path: str | None,
               overrides: dict[str, Any] | None, dispatch: bool) -> tuple[dict[str, Any], CallStats]:
     """The run's main body: store the items of ``new_chunks`` (those holding an item the lake did
-    not, by chunk number; the others it holds whole), call every model (each chunk parsed and
-    scored as it is answered), rebuild the catalog, then the statistics and report with
+    not, by chunk number; the others it holds whole), call every model on ``chunks`` (each chunk
+    parsed and scored as it is answered), rebuild the catalog, then the statistics and report with
     ``sweep.report``. The run ends `completed`, `waiting` (batch jobs still running) or as the
     exception that stopped it. Returns the run summary and the call totals."""
     lake = Lake.of(cfg)
@@ -295,7 +295,7 @@ def summary_artifact(summary: dict[str, Any]) -> None:
 
 def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | None = None,
                   dispatch: bool = False, select: dict[str, list[str]] | None = None,
-                  collected: Collected | None = None) -> dict[str, Any]:
+                  collected: Collected | None = None, answered: bool = False) -> dict[str, Any]:
     """Run a sweep: every configured task on every configured model. Returns the run summary.
 
     ``select`` (keys ``suites``, ``tasks``, ``datasets``: the CLI's filters) restricts the run to
@@ -303,7 +303,11 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
     With ``dispatch`` (inside a flow run only), each (model, chunk) unit runs as a flow run of the
     ``sweep-unit`` deployment that any worker on the pool may pick up (:mod:`flows.unit`); without
     it, here. ``collected``: the items, when the caller has collected them already
-    (:func:`collect_items`). Inside a flow run the summary is also its ``sweep-summary`` artifact.
+    (:func:`collect_items`). ``answered``: the caller found every answer in the ledger; the calls,
+    parses and scores then take every item as one chunk (one request write, one ledger look-up, one
+    parse and one score instead of one per chunk, whose fixed costs were most of such a sweep's
+    time: bench/results.md, "Cached sweep at 200,000 items"); the rows are the same. Inside a flow
+    run the summary is also its ``sweep-summary`` artifact.
     """
     apply_defaults()
     cfg = load_config(config_path, overrides).select(**(select or {}))
@@ -316,8 +320,8 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
     with stopping.interruptible():  # reads only: a stop ends it at once, before the run begins
         rows, new_chunks, chunks, dropped_families = prepare_items(cfg, collected)
     run = start_run(cfg, run_id, len(rows))
-    summary, _ = run_sweep(run, cfg, len(rows), new_chunks, chunks, dropped_families, config_path, overrides,
-                           dispatch)
+    summary, _ = run_sweep(run, cfg, len(rows), new_chunks, [rows] if answered and rows else chunks,
+                           dropped_families, config_path, overrides, dispatch)
     if in_flow_run():
         summary_artifact(summary)
     return summary
