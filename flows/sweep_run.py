@@ -42,6 +42,12 @@ from tasks.runs import lifecycle, stopping
 from tasks.runs.orchestration import in_flow_run, run_logger, stage_task
 from tasks.suites.base import GeneratorError
 
+# Items per chunk of the calls, parses and scores of a sweep whose every answer is in the ledger:
+# a chunk's fixed costs (a connection's views, the materialised views' currency, a commit) were most
+# of such a sweep's time at 1,000 items a chunk, while the stream holds up to LOOKAHEAD chunks'
+# request rows at once (about 6 KB an item), so larger chunks would cost memory, not time.
+ANSWERED_CHUNK = 10_000
+
 
 def into_chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
     """``rows`` in consecutive chunks of at most ``size``."""
@@ -304,10 +310,9 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
     ``sweep-unit`` deployment that any worker on the pool may pick up (:mod:`flows.unit`); without
     it, here. ``collected``: the items, when the caller has collected them already
     (:func:`collect_items`). ``answered``: the caller found every answer in the ledger; the calls,
-    parses and scores then take every item as one chunk (one request write, one ledger look-up, one
-    parse and one score instead of one per chunk, whose fixed costs were most of such a sweep's
-    time: bench/results.md, "Cached sweep at 200,000 items"); the rows are the same. Inside a flow
-    run the summary is also its ``sweep-summary`` artifact.
+    parses and scores then take chunks of at least :data:`ANSWERED_CHUNK` items (bench/results.md,
+    "Cached sweep at 200,000 items"); the rows are the same. Inside a flow run the summary is also
+    its ``sweep-summary`` artifact.
     """
     apply_defaults()
     cfg = load_config(config_path, overrides).select(**(select or {}))
@@ -320,8 +325,10 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
     with stopping.interruptible():  # reads only: a stop ends it at once, before the run begins
         rows, new_chunks, chunks, dropped_families = prepare_items(cfg, collected)
     run = start_run(cfg, run_id, len(rows))
-    summary, _ = run_sweep(run, cfg, len(rows), new_chunks, [rows] if answered and rows else chunks,
-                           dropped_families, config_path, overrides, dispatch)
+    if answered:
+        chunks = into_chunks(rows, max(cfg.sweep.batch_size, ANSWERED_CHUNK))
+    summary, _ = run_sweep(run, cfg, len(rows), new_chunks, chunks, dropped_families, config_path, overrides,
+                           dispatch)
     if in_flow_run():
         summary_artifact(summary)
     return summary
