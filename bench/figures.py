@@ -80,8 +80,8 @@ def _hardlink_copy(src: Path, dst: Path, config: Path | None = None) -> Path:
 class Loopback:
     """bench/loopback.py as a child process, for the duration of a ``with`` block."""
 
-    def __init__(self, latency: float):
-        self.proc = subprocess.Popen(bench_script("loopback.py", "--latency", str(latency)),
+    def __init__(self, latency: float, port: int = 0):
+        self.proc = subprocess.Popen(bench_script("loopback.py", "--latency", str(latency), "--port", str(port)),
                                      stdout=subprocess.PIPE, text=True)
         self.port = json.loads(self.proc.stdout.readline())["port"]
         self.api_base = f"http://127.0.0.1:{self.port}/v1"

@@ -56,9 +56,10 @@ def test_ledger_is_the_cache(tmp_path):
 def test_a_sweep_with_every_answer_stored_runs_without_prefect_and_stores_the_same_rows(tmp_path):
     """`invarbench sweep` sends what is missing in a flow run; the same sweep again, every answer in
     the ledger, has no flow run and stores what the flow stores for such a sweep (docs/operations.md,
-    "A sweep that calls nothing")."""
+    "A sweep that calls nothing"): the flow in three chunks of at most 2 items, the sweep without
+    Prefect in one."""
     with FakeServer() as server:
-        cfg = fake_model_config(tmp_path, server.api_base)
+        cfg = fake_model_config(tmp_path, server.api_base, sweep_extra={"batch_size": 2})
         first = run_cli("sweep", "--config", str(cfg))
         assert first.returncode == 0, first.stderr
         assert "prefect flow run: none" not in first.stdout and len(server.state.seen) == 5

@@ -134,7 +134,7 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
         else:
             from flows.sweep_run import perform_sweep
 
-            run = functools.partial(perform_sweep, collected=collected)
+            run = functools.partial(perform_sweep, collected=collected, answered=True)
     try:
         with progress_bars():
             return run(str(config) if config else None, overrides, select=select)
