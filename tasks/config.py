@@ -276,10 +276,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         if model.provider == "local" and model.model not in BUILTIN_MODELS:
             raise ConfigError(f"models.{name}.model: unknown embedded model {model.model!r}; known: {', '.join(BUILTIN_MODELS)}")
     if any(cfg.model(name).provider == "local" for name in cfg.sweep.models):
-        try:
-            threads()  # before any call: a bad value would otherwise be an error answer per request
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+        threads()  # before any call: a bad value would otherwise be an error answer per request
     _check_budget_prices(cfg)
     return cfg
 

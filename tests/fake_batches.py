@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Callable
 
-from fakes import LoopbackServer, count_ones_responder
+from fakes import ProviderServer, count_ones_responder
 
 
 @dataclass
@@ -179,13 +179,8 @@ def _handler(state: FakeBatches):
     return Handler
 
 
-class FakeBatchServer(LoopbackServer):
+class FakeBatchServer(ProviderServer):
     """Context manager: a FakeBatches served on a free loopback port."""
 
     def __init__(self, state: FakeBatches | None = None):
-        self.state = state or FakeBatches()
-        super().__init__(_handler(self.state))
-
-    @property
-    def api_base(self) -> str:
-        return f"{self.url}/v1"
+        super().__init__(state or FakeBatches(), _handler)

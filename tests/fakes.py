@@ -140,13 +140,21 @@ class LoopbackServer:
         self.httpd.server_close()
 
 
-class FakeServer(LoopbackServer):
-    """Context manager: a FakeProvider served on a free loopback port."""
+class ProviderServer(LoopbackServer):
+    """A fake provider's ``state`` served by the handler ``handler(state)`` makes; ``api_base`` is
+    the root of its OpenAI-compatible API."""
 
-    def __init__(self, state: FakeProvider | None = None):
-        self.state = state or FakeProvider()
-        super().__init__(_handler(self.state))
+    def __init__(self, state, handler: Callable[..., type[BaseHTTPRequestHandler]]):
+        self.state = state
+        super().__init__(handler(state))
 
     @property
     def api_base(self) -> str:
         return f"{self.url}/v1"
+
+
+class FakeServer(ProviderServer):
+    """Context manager: a FakeProvider served on a free loopback port."""
+
+    def __init__(self, state: FakeProvider | None = None):
+        super().__init__(state or FakeProvider(), _handler)

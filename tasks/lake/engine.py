@@ -36,6 +36,9 @@ _FOOTER = 512
 _FIELD = 32
 _VERSION_FIELD = 5
 
+# DuckDB never fetches an extension: they are loaded by path (load_sql).
+_NO_DOWNLOADS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
 _FIX = "run `make install` (it installs duckdb, duckdb-cli and the extension wheels of one version)"
 
 
@@ -93,8 +96,7 @@ def connect(database: str = ":memory:", limits: Limits | None = None, read_only:
     # Unsigned extensions allowed: the product loads only its wheels' files (load_sql), and has
     # DuckDB check each file's signature once per process (_signature_checked); DuckDB would check
     # it again in every database, 0.15-0.3 s of CPU each, and a sweep opens several.
-    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
-              "allow_unsigned_extensions": True, **config}
+    config = {**_NO_DOWNLOADS, "allow_unsigned_extensions": True, **config}
     return duckdb.connect(database, read_only=read_only, config={**config, **(limits or Limits()).settings()})
 
 
@@ -200,7 +202,7 @@ def load_sql(name: str) -> str:
 def _signature_checked(path: Path, mtime_ns: int) -> None:
     """Load the extension at ``path`` once into a database that takes signed extensions only, so
     that DuckDB checks its signature (an invalid one raises); once per process and file version."""
-    with duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}) as con:
+    with duckdb.connect(config=_NO_DOWNLOADS) as con:
         con.execute(f"LOAD {sql_literal(str(path))};")
 
 
