@@ -35,15 +35,28 @@ PREFECT = str(Path(sys.executable).parent / "prefect")
 TIMEZONE = "Europe/Berlin"
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """Stop a process started here with its own session, and its children (flow-run subprocesses)."""
+def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Stop a process started here with its own session and every process of that session (its
+    flow-run subprocesses; for `make worker`, the Prefect worker under make, which outlives make by
+    seconds on SIGTERM and, left running, took the next test's units without its credentials):
+    SIGTERM, then SIGKILL to whatever of the group is still there after ``timeout`` seconds."""
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    deadline = time.monotonic() + timeout
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        proc.poll()  # reap the leader, which would otherwise keep the group alive as a zombie
+        time.sleep(0.2)
+    if _group_alive(proc.pid):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 @dataclass
