@@ -89,15 +89,25 @@ def refresh(lake: Lake, full: bool = False, con: duckdb.DuckDBPyConnection | Non
         lake.ensure()
         lake.attach(con, read_only=False)
         _create_tables(lake, con)
-        # only what the refresh reads: binding every view costs half a second
-        lake.create_views(con, " ".join([*materialised_names(), *CHANGED_KEYS.values()]), materialised=True)
         try:
-            done = ducklake.retrying(lambda: _refresh_once(con, full))
+            done = _refreshed(lake, con, full)
         except _ChangesUnknown as exc:
             log.warning("refresh: %s: rebuilding", exc)
-            done = ducklake.retrying(lambda: _refresh_once(con, True))
+            done = _refreshed(lake, con, True)
     log.info("refresh: %s", done)
     return {**done, "seconds": time.perf_counter() - started}
+
+
+def _refreshed(lake: Lake, con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
+    """The refresh's transaction (retried), with the views it reads created first when it has
+    keys to recompute or tables to rebuild: creating them binds them (0.1 s of CPU), and a refresh
+    with nothing to recompute, as after a sweep that called nothing, reads none of them."""
+    try:
+        return ducklake.retrying(lambda: _refresh_once(con, full, views=False))
+    except _ViewsNeeded:  # raised before the transaction wrote anything, which then rolled back
+        # only what the refresh reads: binding every view costs half a second
+        lake.create_views(con, " ".join([*materialised_names(), *CHANGED_KEYS.values()]), materialised=True)
+        return ducklake.retrying(lambda: _refresh_once(con, full, views=True))
 
 
 def _create_tables(lake: Lake, con: duckdb.DuckDBPyConnection) -> None:
@@ -115,10 +125,10 @@ def _create_tables(lake: Lake, con: duckdb.DuckDBPyConnection) -> None:
     ducklake.retrying(lambda: ducklake.in_transaction(con, statements))
 
 
-def _refresh_once(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
+def _refresh_once(con: duckdb.DuckDBPyConnection, full: bool, views: bool) -> dict[str, Any]:
     con.execute("BEGIN")
     try:
-        done = _within(con, full)
+        done = _within(con, full, views)
         con.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(duckdb.Error):
@@ -127,8 +137,9 @@ def _refresh_once(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
     return done
 
 
-def _within(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
-    """The refresh inside its transaction: the snapshot it reads is the one it takes in."""
+def _within(con: duckdb.DuckDBPyConnection, full: bool, views: bool) -> dict[str, Any]:
+    """The refresh inside its transaction: the snapshot it reads is the one it takes in. Raises
+    _ViewsNeeded, before writing, when it has work that reads the views and ``views`` is false."""
     snapshot = con.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')").fetchone()[0]
     last = materialised.mark(con)
     full = full or last is None or last[1] != materialised.definition_digest()
@@ -137,6 +148,9 @@ def _within(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
         changed = materialised.changed_tables(con, last[0])
         if not changed:  # the mark stays: no source changed since it
             return {"full": False, "snapshot": last[0], "keys": keys}
+    if not views and (full or any(reads & changed for reads in _CHANGED_READS.values())):
+        raise _ViewsNeeded
+    if not full:
         _changes(con, last[0] + 1, snapshot, changed)
     slices: dict[str, int] = {}
     for stmt in materialised_statements():
@@ -194,6 +208,10 @@ def _insert_scoped(con: duckdb.DuckDBPyConnection, name: str, write: str, restri
         con.execute(f"{write} SELECT * FROM {FROM_RAW.format(name)}")
     finally:
         con.execute(f"DROP VIEW temp.main.{view}")
+
+
+class _ViewsNeeded(Exception):
+    """The refresh has keys to recompute or tables to rebuild, and their views are not created yet."""
 
 
 class _ChangesUnknown(Exception):
