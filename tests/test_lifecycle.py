@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import uuid
 
+import pytest
 from prefect.client.orchestration import get_client
 
 from conftest import fake_model_config, open_catalog_file
@@ -28,6 +29,7 @@ def test_new_run_ids_have_one_format_and_differ():
     assert len(ids) == 50 and all(RUN_ID.fullmatch(i) for i in ids)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_every_kind_of_run_has_its_flow_run_one_id_format_and_a_catalog(tmp_path):
     wh = tmp_path / "wh"
     responses = tmp_path / "responses.csv"
