@@ -90,7 +90,8 @@ test: install
 # sweep stopped or killed by a signal, every module imported afresh, Inspect AI's command), the
 # real embedded model, the real Prefect server with its workers, the S3 server, PostgreSQL, Chromium, the
 # waits that are the point of a test (a rate limit, a stall, Retry-After, a claim's lease, a model
-# answering in a second) and the full presets of every suite; `make test` runs them all.
+# answering in a second), the full presets of every suite, and the tests that run a whole sweep, import,
+# rescore or report end to end (seconds of CPU each; a few small sweeps stay in); `make test` runs them all.
 test-fast: install
 	$(PY) -m pytest -q -ra -m "not slow" $(PARALLEL)
 

@@ -17,7 +17,8 @@ from typing import Any, Collection, Literal, Optional, Sequence
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from tasks.errors import ConfigError
-from tasks.lake.config import WarehouseConfig
+from tasks.environment import thread_count
+from tasks.lake.config import DUCKDB_THREADS_ENV, WarehouseConfig
 from tasks.models.config import BUILTIN_MODELS, ModelConfig, threads
 from tasks.runs.config import SweepConfig
 from tasks.strict_config import StrictConfig, listed_once
@@ -277,6 +278,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             raise ConfigError(f"models.{name}.model: unknown embedded model {model.model!r}; known: {', '.join(BUILTIN_MODELS)}")
     if any(cfg.model(name).provider == "local" for name in cfg.sweep.models):
         threads()  # before any call: a bad value would otherwise be an error answer per request
+    thread_count(DUCKDB_THREADS_ENV)  # before anything is read or written
     _check_budget_prices(cfg)
     return cfg
 

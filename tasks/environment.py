@@ -22,6 +22,8 @@ import os
 import sys
 from typing import Iterator
 
+from tasks.errors import ConfigError
+
 # What litellm reads when it is imported: its bundled price map and beta-header table instead of
 # downloading them, and no other fetch of its own.
 LITELLM_DEFAULTS = {
@@ -35,6 +37,17 @@ DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
 }
+
+
+def thread_count(name: str) -> int | None:
+    """The count of threads environment variable ``name`` sets, or None when it is unset or blank.
+    A value that is not a whole number of 1 or more raises ConfigError naming the variable."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    if not value.isdecimal() or int(value) < 1:  # isdigit() also takes '²', which int() refuses
+        raise ConfigError(f"{name} must be a whole number of threads, 1 or more, not {value!r}")
+    return int(value)
 
 
 def apply_defaults() -> None:

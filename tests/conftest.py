@@ -30,6 +30,10 @@ os.environ.pop("PREFECT_API_URL", None)
 # where llama.cpp's threads, spinning while they wait for one another, stall whenever one of them
 # loses its core (a two-thread test took 1,126 s at a load of 35).
 os.environ.setdefault("INVARBENCH_EMBEDDED_THREADS", "1")
+# One DuckDB thread per database, for the same reason: the tests' lakes are small, and DuckDB's
+# threads only add their coordination (the property test of test_refresh.py: 62 CPU s on 2 threads,
+# 45 on 1). tests/test_bounded_memory.py checks the setting itself.
+os.environ.setdefault("INVARBENCH_DUCKDB_THREADS", "1")
 
 # The Prefect server with deployments and process workers of tests/test_ops.py (the `ops` fixture).
 pytest_plugins = ["ops_server"]

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import TEST_CLAIM_SETTLE_S, write_config
 from fakes import FakeProvider, FakeServer, last_user
 from flows.sweep import sweep
 from tasks.lake.lake import Lake
 from tasks.lake.views import query
+
+# Every test here runs whole sweeps through the flow (seconds of CPU each): make test-fast leaves them out.
+pytestmark = pytest.mark.slow
 
 
 def scripted(wrong_segment_length: int | None):

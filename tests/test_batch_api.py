@@ -76,6 +76,7 @@ def test_a_sweep_killed_while_waiting_resumes_its_job_and_later_direct_sweeps_us
     assert any("stored" in (a.data or "") for a in artifacts)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_failed_job_is_sent_again_and_a_run_that_stops_waiting_ends_waiting(tmp_path):
     plans = {0: (1, "fail"), 1: (None, "error_line")}
     state = FakeBatches(plan=lambda n: plans[n])

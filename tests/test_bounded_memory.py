@@ -13,6 +13,7 @@ from conftest import run_cli, write_config
 from tasks.config import load_config
 from tasks.errors import ConfigError
 from tasks.lake.catalog import build_catalog, open_catalog
+from tasks.lake.config import DUCKDB_THREADS_ENV
 from tasks.lake.engine import Limits, connect, shell_binary, shell_command
 from tasks.lake.lake import Lake
 
@@ -126,3 +127,23 @@ def test_a_query_beyond_the_limit_names_the_setting_to_raise(tmp_path):
     assert done.stderr.count("\n") == 1 and "Out of Memory" in done.stderr, done.stderr
     assert f"warehouse.memory_limit (64MB) allows; raise it in {path}" in done.stderr
     assert run_cli("sql", "SELECT count(*) AS n FROM range(1000)", "--config", str(path)).returncode == 0
+
+
+def test_duckdbs_threads_come_from_the_environment_and_default_to_duckdbs_own(monkeypatch):
+    monkeypatch.setenv(DUCKDB_THREADS_ENV, " 3 ")
+    with connect() as con:
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (3,)
+    monkeypatch.delenv(DUCKDB_THREADS_ENV)
+    with duckdb.connect() as plain, connect() as con:
+        assert con.execute("SELECT current_setting('threads')").fetchone() == plain.execute(
+            "SELECT current_setting('threads')").fetchone()
+
+
+@pytest.mark.parametrize("value", ["0", "two", "1.5", "-2"])
+def test_a_bad_duckdb_thread_count_stops_a_command_before_it_reads_or_writes(tmp_path, value):
+    path = write_config(tmp_path / "invarbench.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
+    done = run_cli("sweep", "--config", str(path), env={DUCKDB_THREADS_ENV: value})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: INVARBENCH_DUCKDB_THREADS must be a whole number of threads, 1 or more, not '{value}'")
+    assert not (tmp_path / "wh").exists()

@@ -73,6 +73,7 @@ def found(findings: dict) -> dict[str, int | str]:
             for name in CHECK_NAMES if findings[name]["error"] or findings[name]["count"]}
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_swept_lake_checks_clean_and_check_writes_nothing(swept, tmp_path):
     cfg, lake = copy_of(swept, tmp_path)
     samples = lake.read("SELECT count(*) AS n FROM requests WHERE sample_idx = 1 AND step_index > 0")
@@ -88,6 +89,7 @@ def test_a_swept_lake_checks_clean_and_check_writes_nothing(swept, tmp_path):
     assert code == 0 and found(findings) == {}
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_response_row_written_twice_is_a_request_answered_twice(swept, tmp_path):
     cfg, lake = copy_of(swept, tmp_path)
     [row] = lake.read("SELECT * FROM raw_responses WHERE status = 'ok' ORDER BY response_id LIMIT 1")
@@ -154,6 +156,7 @@ def test_an_unreadable_data_file_is_named_and_the_checks_it_stops_say_so(swept, 
     assert "unreadable_files (1)" in findings["summary"]
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_imported_inspect_logs_and_lm_eval_samples_check_clean(tmp_path):
     config = exported(tmp_path)
     for source, fmt in ((FIXTURES / "inspect", "inspect"), (FIXTURES / "lm_eval", "lm-eval")):

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from typing import Callable
 
+import pytest
+
 from conftest import REPO, run_cli, write_config
 from tasks.lake.lake import Lake
 from tasks.lake.views import query
@@ -63,6 +65,7 @@ def test_compaction_merges_the_small_files_and_keeps_every_row_once(tmp_path):
     assert lake.read("SELECT count(*) AS n FROM ducklake_snapshots('lake')")[0]["n"] < before_expiry
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_two_compactions_while_three_processes_write_lose_and_duplicate_nothing(tmp_path):
     lake = Lake(str(tmp_path / "lake"))
     assert_writers_and_compactors_lose_and_duplicate_nothing(

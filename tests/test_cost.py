@@ -57,6 +57,7 @@ def test_a_budget_needs_a_price(tmp_path):
         load_config(cfg)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_responses_carry_tokens_and_cost(tmp_path):
     with FakeServer() as server:
         known = fake_model_config(tmp_path, server.api_base, name="mini",
@@ -123,6 +124,7 @@ def test_old_lake_files_without_cost_still_read(tmp_path):
     assert (row["run_id"], row["prompt_tokens"], row["cost_usd"], row["n_unpriced"]) == ("old", 3, None, 1)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_budget_stops_the_sweep_and_a_higher_one_resumes(tmp_path):
     """$1 per completion token, 5 tokens per answer, max_tokens 8: a $30 budget allows 5 answers
     (25 spent, the sixth would reach 25 + 8 > 30); the run fails saying so; a $1000 sweep sends the rest once."""

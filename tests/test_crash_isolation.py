@@ -226,6 +226,7 @@ def flow_run_state(flow_run_id: str) -> str:
         return client.read_flow_run(uuid.UUID(flow_run_id)).state.type.value
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_stale_running_run_is_crashed(tmp_path):
     """`invarbench runs` shows a run without a heartbeat for too long as crashed; the next sweep
     writes that in the runs table and marks its Prefect flow run Crashed."""

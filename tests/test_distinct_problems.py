@@ -90,6 +90,7 @@ def test_polygon_problem_names_each_degeneracy():
         "vertices A, B and C are collinear"  # exact, with surds
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_geometry_redraws_degenerate_figures():
     quadrilateral = next(t for t in TEMPLATES["area"] if t.name == "quadrilateral_area")
     raw = [quadrilateral.draw(rng_for("geometry", "area", "quadrilateral_area", s)) for s in range(40)]

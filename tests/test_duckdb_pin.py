@@ -164,12 +164,14 @@ def _built_catalog(home: Path) -> tuple[Path, dict[str, list[str]]]:
     return catalog, rows
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_the_readme_command_opens_the_warehouse_in_the_installed_shell_with_every_view(old_warehouse):
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert README_COMMAND in readme
     _every_view_counted_by(SHELL, old_warehouse)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_the_newest_duckdb_shell_on_pypi_opens_the_catalog_and_needs_only_its_own_ducklake(old_warehouse):
     pinned = re.search(r"^duckdb-cli==(\S+)$", (REPO / "constraints-duckdb-1x.txt").read_text(encoding="utf-8"), re.M)[1]
     assert NEWEST_SHELL.is_file(), f"{NEWEST_SHELL} is missing: run `make install`"
@@ -207,6 +209,7 @@ def _every_view_counted_by(shell: Path, old_warehouse: Path) -> None:
     assert sum(counts.values()) > 100
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_an_older_duckdb_1x_library_opens_the_catalog_and_needs_the_lake_attached(old_warehouse):
     pinned = re.search(r"^duckdb==(\S+)$", (REPO / "constraints-duckdb-1x.txt").read_text(encoding="utf-8"), re.M)[1]
     assert pinned.startswith("1.") and pinned != duckdb.__version__
@@ -251,6 +254,7 @@ def test_a_catalog_written_by_duckdb_2_is_rebuilt_from_the_lake_with_the_same_ma
     duckdb.connect(str(catalog), read_only=True).close()  # now in a format this DuckDB reads
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_invarbench_shell_reads_an_object_store_lake_with_the_credentials_of_the_environment(tmp_path, monkeypatch):
     server = s3_server.start(tmp_path / "moto.log")
     try:

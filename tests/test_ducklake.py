@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 from tasks.lake import ducklake
 from tasks.lake.lake import Lake
@@ -21,6 +23,7 @@ from test_duckdb_pin import FIXTURE, assert_same_marts
 DUCKLAKE_FIXTURE = FIXTURE.parent / "ducklake_warehouse"
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_an_old_parquet_lake_imports_once_with_the_same_marts(tmp_path):
     old_lake = tmp_path / "old lake"
     shutil.copytree(FIXTURE / "warehouse" / "lake", old_lake)

@@ -43,6 +43,7 @@ def dataset_of(result) -> str:
     return re.search(r"as dataset (\w+)", result.stdout).group(1)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_dataset_id_selects_exactly_the_items_imported_whatever_the_file_looks_like(tmp_path):
     cfg = write_config(tmp_path / "cfg.toml", {"warehouse": {"path": str(tmp_path / "wh")}})
     lake = Lake(str(tmp_path / "wh" / "lake"))
@@ -81,6 +82,7 @@ def test_items_an_earlier_release_stored_with_their_dataset_id_still_select(tmp_
     assert sorted(r["item_id"] for r in rows) == sorted(i.item_id for i in items)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 @pytest.mark.parametrize("header", [
     "Prompt,Target,Prediction", "prompt, target, prediction", "Question,Answer,Output", " INPUT ,Gold,Response",
 ])

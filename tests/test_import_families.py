@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import TEST_CLAIM_SETTLE_S, lake_files, run_cli, write_config
 from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
@@ -16,6 +18,7 @@ p2,length,"A square has side 1. Find its diagonal.","Find the distance from (0, 
 """
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_import_then_sweep_scores_like_generated_families(tmp_path):
     source = tmp_path / "set.csv"
     source.write_text(CSV, encoding="utf-8")

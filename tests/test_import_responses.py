@@ -85,6 +85,7 @@ def lake(tmp_path, sql, params=None):
         con.close()
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 @pytest.mark.parametrize("fmt", sorted(WRITERS))
 def test_round_trip(fmt, tmp_path, config):
     source = WRITERS[fmt](tmp_path / f"responses.{fmt}", records())
@@ -117,6 +118,7 @@ def test_round_trip(fmt, tmp_path, config):
     assert {(s["family_id"], s["bin"], s["key_entities"]) for s in capitals} == {("fr", "1-3", 1)}
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_formats_agree_and_a_reimport_stores_nothing_new(tmp_path, config):
     """The same rows in any format are the same items and requests; importing again keeps the ledger."""
     ids = {}
@@ -132,6 +134,7 @@ def test_formats_agree_and_a_reimport_stores_nothing_new(tmp_path, config):
     assert lake(tmp_path, "SELECT count(*) AS n FROM responses") == [{"n": len(ROWS)}]
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_one_prompt_in_two_items_is_two_requests(tmp_path, config):
     """Two items with one prompt are two requests, each keeping its own reply."""
     rows = [{"task": "a", "prompt": "Same?", "target": "yes", "prediction": "yes"},
@@ -256,6 +259,7 @@ def test_malformed_input_exits_2_and_stores_nothing(case, tmp_path, config):
     assert lake_files(tmp_path / "wh") == []
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_item_identity_is_task_family_variant_and_prompt(tmp_path, config):
     """A family whose euclid and vector variants share their wording stays one complete family;
     only repeated rows of one identity are samples of it."""
@@ -286,6 +290,7 @@ def test_item_identity_is_task_family_variant_and_prompt(tmp_path, config):
     assert flips == {"CCC": 1, "CCW": 1}
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_common_bin_spellings_are_normalised_and_reported(tmp_path, config):
     spellings = {"13~18": ("13-18", 13, 18), "[18, 25)": ("18-25", 18, 25), "25-32": ("25-32", 25, 32),
                  "[32, 40]": ("32-40", 32, 40), "7": ("7", 7, 7), " 40 ~ 48 ": ("40-48", 40, 48)}
@@ -320,6 +325,7 @@ B: ruby/opal",None,2,0,onyx/jade,ruby/opal,1~24,Output: None,90,80,10
 """
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_mlissard_files_import_as_published(tmp_path, config):
     counting = raw(tmp_path / "object_counting_gpt-4.csv", OBJECT_COUNTING)
     result = invoke("import-responses", str(counting), "--model", "gpt-4", "--config", str(config))
@@ -330,6 +336,7 @@ def test_mlissard_files_import_as_published(tmp_path, config):
                       {"bin": "13-18", "status": "wrong", "answer_type": "integer"}]
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_lenient_list_matching_splits_on_slashes_commas_and_semicolons(tmp_path, config):
     source = raw(tmp_path / "list_intersection_llama3-70b.csv", LIST_INTERSECTION)
     result = invoke("import-responses", str(source), "--model", "llama-3", "--config", str(config))

@@ -85,6 +85,7 @@ def test_export_rejects_bad_input_and_writes_nothing(tmp_path, args, message):
     assert not (tmp_path / "out").exists() and not (tmp_path / "wh" / "lake" / "items").exists()
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_committed_logs_import_with_models_epochs_tokens_and_the_marts_of_a_plain_import(tmp_path):
     config = exported(tmp_path)
     result = invoke("import-responses", LOGS, "--format", "inspect", "-c", config)
@@ -121,6 +122,7 @@ def test_committed_logs_import_with_models_epochs_tokens_and_the_marts_of_a_plai
                                                   "AND status = 'completed' ORDER BY started_at")][-2:] == [8, 8]
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_logs_without_item_ids_map_by_content_and_the_unmappable_are_reported(tmp_path):
     config = exported(tmp_path)
     [path] = LOGS.glob("*.json")

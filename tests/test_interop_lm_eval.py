@@ -12,6 +12,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from interop_helpers import ACCURACY, FIXTURES, INVARIANCE, exported, invoke, lake, plain_import_marts
 
 SAMPLES = FIXTURES / "lm_eval"
@@ -42,6 +44,7 @@ def _stored(tmp_path: Path) -> list[dict]:
         JOIN trial_scores ts ON ts.trial_id = q.trial_id ORDER BY ALL""")
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_samples_map_by_content_one_answer_per_document_and_repeat(tmp_path):
     config = exported(tmp_path)
     result = invoke("import-responses", SAMPLES, "--format", "lm-eval", "-c", config)
@@ -73,6 +76,7 @@ def _copy(tmp_path: Path, model_dir: str) -> Path:
     return target
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_mapping_file_by_doc_id_or_doc_hash_decides_and_the_rest_is_reported(tmp_path):
     config = exported(tmp_path)
     docs = {d["doc_id"]: d for d in _lines("fake-bad", "invar_identity")}
@@ -105,6 +109,7 @@ def test_a_mapping_file_by_doc_id_or_doc_hash_decides_and_the_rest_is_reported(t
     assert len([r for r in _stored(tmp_path) if r["model"] == GOOD]) == 8
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_older_layouts_missing_fields_and_loglikelihood_tasks(tmp_path):
     """Lines without hashes or filter, ``arguments`` as lists (lm-eval < 0.4.3), no results file
     (the model is the folder's name), and a multiple-choice task's lines (no generated answer)."""

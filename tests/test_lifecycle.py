@@ -8,6 +8,7 @@ import re
 import uuid
 
 import duckdb
+import pytest
 from prefect.client.orchestration import get_client
 
 from conftest import fake_model_config, open_catalog_file, run_cli
@@ -30,6 +31,7 @@ def test_new_run_ids_have_one_format_and_differ():
     assert len(ids) == 50 and all(RUN_ID.fullmatch(i) for i in ids)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_every_kind_of_run_has_its_flow_run_one_id_format_and_a_catalog(tmp_path):
     wh = tmp_path / "wh"
     responses = tmp_path / "responses.csv"
@@ -76,6 +78,7 @@ def test_a_run_that_raises_ends_failed_with_its_message(tmp_path):
     assert row == {"status": "failed", "message": "RuntimeError: the disk is full", "n_items": 3}
 
 
+@pytest.mark.slow  # three whole sweeps
 def test_a_run_ends_completed_while_another_duckdb_of_this_process_holds_the_catalog(tmp_path, caplog):
     """The end of a run reads the catalog's stamp beside the lake its refresh attached. Another
     DuckDB of the same process holding the catalog file (a user's read-only query; a writable

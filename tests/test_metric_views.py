@@ -303,6 +303,7 @@ def test_score_changes_shows_flips_between_versions(tmp_path):
     assert (rows[0]["previous_scorer_version"], rows[0]["scorer_version"]) == ("score/1+integer/1", "score/1+integer/2")
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_views_work_on_an_empty_lake(tmp_path):
     con = Lake(str(tmp_path / "lake")).connect()
     try:
@@ -316,6 +317,7 @@ def test_views_work_on_an_empty_lake(tmp_path):
         con.close()
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_connection_for_one_view_creates_what_it_reads_and_no_more(tmp_path):
     """lake.connect(sql) creates the closure of the names sql reads: each view then answers as
     on a connection with every view, and a view it does not read is not created. A lake's

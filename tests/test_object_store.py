@@ -291,6 +291,7 @@ def test_wrong_credentials_exit_2_and_write_nothing(s3, tmp_path):
 
 # --- a relocatable warehouse ----------------------------------------------------------------------
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_copied_warehouse_reads_and_writes_its_own_lake(tmp_path):
     with FakeServer() as fake:
         cfg = fake_model_config(tmp_path, fake.api_base)

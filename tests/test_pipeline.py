@@ -53,6 +53,7 @@ def test_ledger_is_the_cache(tmp_path):
     assert scores == [{"status": "correct", "n": 15}]
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_sweep_with_every_answer_stored_runs_without_prefect_and_stores_the_same_rows(tmp_path):
     """`invarbench sweep` sends what is missing in a flow run; the same sweep again, every answer in
     the ledger, has no flow run and stores what the flow stores for such a sweep (docs/operations.md,

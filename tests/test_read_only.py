@@ -82,6 +82,7 @@ def objects(s3: s3_server.S3Server) -> dict[str, tuple[str, object]]:
     return {o["Key"]: (o["ETag"], o["LastModified"]) for page in pages for o in page.get("Contents", [])}
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_reads_issue_no_put_on_an_object_store_lake(s3, tmp_path):
     lake = Lake(s3.lake("old/lake"), catalog=f"sqlite:{tmp_path / 'wh' / 'lake-catalog.sqlite'}")
     rows = items()

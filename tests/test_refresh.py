@@ -160,8 +160,8 @@ class RandomLake:
             self.late_answers()
 
 
-# seed 0 in the edit loop (make test-fast), every seed in make test: about a minute each on 2 cores
-@pytest.mark.parametrize("seed", [0, *(pytest.param(seed, marks=pytest.mark.slow) for seed in (1, 2))])
+@pytest.mark.slow  # a random lake swept, imported and rescored per seed: 40-50 s of CPU each
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_every_mart_through_the_materialised_views_equals_the_mart_from_the_raw_lake(tmp_path, monkeypatch, seed):
     made = RandomLake(tmp_path, seed)
     made.sweep()
@@ -191,6 +191,7 @@ def _view_sql(lake: Lake, view: str) -> str:
         return query(con, "SELECT sql FROM duckdb_views() WHERE view_name = ?", [view])[0]["sql"]
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_an_interrupted_refresh_leaves_the_previous_state_and_the_next_completes_it(tmp_path, monkeypatch):
     made = RandomLake(tmp_path, 7)
     made.sweep()
@@ -215,6 +216,7 @@ def test_an_interrupted_refresh_leaves_the_previous_state_and_the_next_completes
     assert "lake_table('family_trials')" in _view_sql(made.b.lake, "family_trials")
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 @pytest.mark.parametrize("fixture", ["old_warehouse", "ducklake_warehouse"])
 def test_lakes_of_earlier_releases_refresh_to_the_marts_they_gave(tmp_path, fixture):
     folder = FIXTURE.parent / fixture

@@ -70,6 +70,7 @@ def built(tmp_path_factory) -> Path:
     return build_report(load_config(config_for(root)), root / "out", resamples=50, refresh_stats=True)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_report_is_self_contained_with_its_pngs(built):
     page = built.read_text(encoding="utf-8")
     pngs = sorted(built.parent.glob("*.png"))
@@ -95,6 +96,7 @@ def test_report_on_an_empty_warehouse_notes_the_missing_figures(tmp_path):
     assert embedded_images(page) == [] and list((tmp_path / "out").glob("*.png")) == []
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_report_command_prints_the_html_path(tmp_path):
     rich_lake(tmp_path)
     result = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "cli"), "--config", str(config_for(tmp_path))])

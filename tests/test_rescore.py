@@ -63,6 +63,7 @@ def count(lake: LakeBuilder, table: str) -> int:
     return lake.query(f"SELECT count(*) AS n FROM {table}")[0]["n"]
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_rescore_with_a_changed_parser_flips_exactly_the_affected_trials(tmp_path, monkeypatch, no_model_calls):
     lake, trials, config = stored_responses(tmp_path)
     first = rescore(config)
@@ -87,6 +88,7 @@ def test_rescore_with_a_changed_parser_flips_exactly_the_affected_trials(tmp_pat
     assert (third["parses_written"], third["scores_written"]) == (0, 0)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_rescore_makes_no_model_call_and_writes_no_response(tmp_path, no_model_calls):
     lake, _, config = stored_responses(tmp_path)
     before = count(lake, "responses"), count(lake, "requests")
@@ -97,6 +99,7 @@ def test_rescore_makes_no_model_call_and_writes_no_response(tmp_path, no_model_c
     assert (run["kind"], run["status"], run["n_sent"]) == ("rescore", "completed", 0)
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_rescore_selection_by_model_through_the_cli(tmp_path, no_model_calls):
     lake, trials, config = stored_responses(tmp_path, models=("m1", "m2"))
     result = CliRunner().invoke(app, ["rescore", "--model", "m2", "--config", config])
@@ -111,6 +114,7 @@ def test_rescore_rejects_a_bad_date(tmp_path):
     assert result.exit_code == 2
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_rescore_moves_math_runs_from_rule_1_to_rule_2_without_a_call(tmp_path, no_model_calls):
     """Runs scored by math parser 1 (a decimal gold compared by equality) move to rule 2 on rescore."""
     lake = LakeBuilder(tmp_path / "wh")

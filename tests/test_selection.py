@@ -82,6 +82,7 @@ def test_select_names_bad_filters(tmp_path, monkeypatch):
         cfg.select(tasks=["closure"])
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_sweep_filters_through_the_cli(tmp_path):
     """An imported set runs alone with --dataset; --task runs one task; a bad filter exits 2."""
     source = tmp_path / "set.csv"

@@ -77,6 +77,7 @@ def test_a_slow_model_does_not_hold_back_a_fast_one(tmp_path):
     assert overlap["scored_while_calling"]
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_models_budget_stops_its_calls_while_the_others_go_on(tmp_path):
     """$1 per completion token, 5 tokens per answer, max_tokens 8: a $30 cap on one model lets 5
     of its answers through; the other model, slower and uncapped, answers all 12. Its 0.5 s per

@@ -67,6 +67,7 @@ def _finish(body: dict) -> str:
     return "stop" if _gold(body) == 25 else "length"
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_a_sweep_stores_the_finish_reason_and_counts_truncated_trials(tmp_path):
     state = FakeProvider(responder=_responder, finish_reason=_finish)
     with FakeServer(state) as server:
@@ -113,6 +114,7 @@ def test_an_old_lake_without_the_column_reads_it_as_unknown(tmp_path):
         {"status": "correct", "predicted": "1"}]
 
 
+@pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_rescore_turns_old_correct_scores_of_cut_replies_into_truncated(tmp_path):
     """Scored by the old versions (the last number of a cut reply was its answer); rescore re-parses."""
     builder = LakeBuilder(tmp_path / "wh")

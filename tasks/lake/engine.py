@@ -25,7 +25,8 @@ from typing import Any
 import duckdb
 
 from tasks.errors import ConfigError
-from tasks.lake.config import DEFAULT_MEMORY_LIMIT, WarehouseConfig
+from tasks.environment import thread_count
+from tasks.lake.config import DEFAULT_MEMORY_LIMIT, DUCKDB_THREADS_ENV, WarehouseConfig
 
 # The extensions the product uses, by their file names (each wheel is duckdb-extension-<name with dashes>).
 EXTENSIONS = ("ducklake", "sqlite_scanner", "httpfs", "postgres_scanner")
@@ -92,11 +93,15 @@ def connect(database: str = ":memory:", limits: Limits | None = None, read_only:
     """A new DuckDB database (``database``: a file, or ``:memory:``) within ``limits`` (the default
     ones when None): the one way the product opens DuckDB, so that every connection is bounded and
     never downloads an extension (they are loaded by path, :func:`load_extension`). ``config``
-    adds DuckDB settings."""
+    adds DuckDB settings; ``INVARBENCH_DUCKDB_THREADS`` sets its threads (unset: DuckDB's default,
+    one per core)."""
     # Unsigned extensions allowed: the product loads only its wheels' files (load_sql), and has
     # DuckDB check each file's signature once per process (_signature_checked); DuckDB would check
     # it again in every database, 0.15-0.3 s of CPU each, and a sweep opens several.
     config = {**_NO_DOWNLOADS, "allow_unsigned_extensions": True, **config}
+    threads = thread_count(DUCKDB_THREADS_ENV)
+    if threads:
+        config.setdefault("threads", threads)
     return duckdb.connect(database, read_only=read_only, config={**config, **(limits or Limits()).settings()})
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from tasks.errors import ConfigError
+from tasks.environment import thread_count
 from tasks.strict_config import StrictConfig
 
 
@@ -74,9 +74,5 @@ def threads() -> int:
     may run on. Fewer help where other work shares the cores: llama.cpp's threads spin while they
     wait for each other, and a thread that lost its core stalls all of them. A bad value raises
     ConfigError."""
-    value = os.environ.get(THREADS_ENV, "").strip()
-    if not value:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if not value.isdecimal() or int(value) < 1:  # isdigit() also takes '²', which int() refuses
-        raise ConfigError(f"{THREADS_ENV} must be a whole number of threads, 1 or more, not {value!r}")
-    return int(value)
+    every_cpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return thread_count(THREADS_ENV) or every_cpu

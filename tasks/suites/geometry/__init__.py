@@ -13,9 +13,10 @@ Templates live by figure: each category module (:mod:`~tasks.suites.geometry.len
 ``angle``, ``ratio``) holds its triangle and polygon templates and lists all the category's
 templates in order; :mod:`~tasks.suites.geometry.circles` and :mod:`~tasks.suites.geometry.solids`
 hold the circle and solid templates of every category. Their shared pieces: ``template``
-(:class:`Template`, degenerate figures), ``exact`` (values, vector arithmetic), ``placement``
-(lattice placements and draws), ``triangles`` (pool, configurations, measures, phrases) and
-``text`` (how numbers, points, vectors and equations are written).
+(:class:`Template`, :func:`~tasks.suites.geometry.template.stated`, degenerate figures), ``exact``
+(values, vector arithmetic), ``placement`` (lattice placements and draws), ``triangles`` (pool,
+configurations, measures, phrases, template builders) and ``text`` (how numbers, points, segment
+lengths, vectors and equations are written).
 
 A *family* is one template with one seeded configuration; its items are the renderings
 ``euclid``, ``coord`` and ``vector`` (the ``variant``) crossed with the prompt styles (the

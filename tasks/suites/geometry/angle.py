@@ -14,20 +14,24 @@ import random
 import sympy
 
 from tasks.suites.geometry.circles import INSCRIBED_ANGLE, TANGENT_ANGLE
-from tasks.suites.geometry.exact import ORIGIN, Config, I, Z, angle_deg, dec_points, dist, enc_points, polar, sub
+from tasks.suites.geometry.exact import ORIGIN, Config, I, Point, Z, angle_deg, dec_points, dist, enc_points, polar, sub
 from tasks.suites.geometry.placement import plane_config
 from tasks.suites.geometry.solids import CUBE_ANGLE
 from tasks.suites.geometry.template import Template
 from tasks.suites.geometry.text import (
-    coefficient, fmt, in_plane, points_text, position_vectors_text, vec_text, vector_question,
+    coefficient, fmt, lengths_text, points_text, position_vectors_text, segment_text, vec_text, vector_question,
 )
-from tasks.suites.geometry.triangles import vertices_text
+from tasks.suites.geometry.triangles import plane_vectors_text, sides_text, triangle_template
+
+
+def _vertex_angle(p: dict[str, Point], vertex: str, first: str, second: str) -> sympy.Expr:
+    """∠(first, vertex, second) of the points, in degrees."""
+    return angle_deg(sub(p[first], p[vertex]), sub(p[second], p[vertex]))
 
 
 def _angle_at(c: Config, vertex: str, first: str, second: str) -> sympy.Expr:
     """∠(first, vertex, second) of the configuration's points, in degrees."""
-    p = dec_points(c)
-    return angle_deg(sub(p[first], p[vertex]), sub(p[second], p[vertex]))
+    return _vertex_angle(dec_points(c), vertex, first, second)
 
 
 # --- angle between two vectors ---------------------------------------------------------------
@@ -44,12 +48,6 @@ def _vector_angle_draw(rng: random.Random) -> Config:
     })
 
 
-def _vector_angle_euclid(c: Config) -> str:
-    p = dec_points(c)
-    return (f"In triangle AOB, OA = {fmt(dist(p['O'], p['A']))}, OB = {fmt(dist(p['O'], p['B']))} and "
-            f"AB = {fmt(dist(p['A'], p['B']))}. Find ∠AOB in degrees.")
-
-
 def _vector_angle_vector(c: Config) -> str:
     p = dec_points(c)
     return (f"Find the angle between the vectors {vec_text('u', sub(p['A'], p['O']))} and "
@@ -59,7 +57,8 @@ def _vector_angle_vector(c: Config) -> str:
 VECTOR_ANGLE = Template(
     "vector_angle", "angle", 3,
     figures=("OAB",),
-    draw=_vector_angle_draw, gold=lambda c: _angle_at(c, "O", "A", "B"), euclid=_vector_angle_euclid,
+    draw=_vector_angle_draw, gold=lambda c: _angle_at(c, "O", "A", "B"),
+    euclid=lambda c: f"In triangle AOB, {lengths_text(c, ('OA', 'OB', 'AB'))}. Find ∠AOB in degrees.",
     coord=lambda c: f"For the points {points_text(dec_points(c), 'OAB')}, find ∠AOB in degrees.",
     vector=_vector_angle_vector,
 )
@@ -88,18 +87,10 @@ def _sides_angle_draw(rng: random.Random) -> Config:
     return plane_config(rng, {"A": (I(b), Z), "B": polar(a, angle), "C": ORIGIN})
 
 
-def _sides_angle_euclid(c: Config) -> str:
-    p = dec_points(c)
-    return (f"Triangle ABC has sides AB = {fmt(dist(p['A'], p['B']))}, BC = {fmt(dist(p['B'], p['C']))} and "
-            f"CA = {fmt(dist(p['C'], p['A']))}. Find ∠ACB in degrees.")
-
-
-SIDES_ANGLE = Template(
-    "sides_angle", "angle", 3,
-    figures=("ABC",),
-    draw=_sides_angle_draw, gold=lambda c: _angle_at(c, "C", "A", "B"), euclid=_sides_angle_euclid,
-    coord=lambda c: f"{vertices_text(c)}. Find ∠ACB in degrees.",
-    vector=lambda c: f"{in_plane(c, 'ABC')} {vector_question('a', 'c', 'b')}",
+SIDES_ANGLE = triangle_template(
+    "sides_angle", "angle", lambda p: _vertex_angle(p, "C", "A", "B"),
+    ("Find ∠ACB in degrees.", "Find ∠ACB in degrees.", vector_question("a", "c", "b")), plane_vectors_text,
+    euclid_opening=lambda c: f"Triangle ABC has sides {sides_text(c)}.", draw=_sides_angle_draw,
 )
 
 # --- inclination of a line -------------------------------------------------------------------
@@ -240,17 +231,13 @@ def _isosceles_draw(rng: random.Random) -> Config:
     return plane_config(rng, {"A": ORIGIN, "B": (I(s), Z), "C": polar(s, apex)})
 
 
-ISOSCELES_ANGLE = Template(
-    "isosceles_angle", "angle", 3,
-    figures=("ABC",),
-    draw=_isosceles_draw,
-    gold=lambda c: _angle_at(c, "B", "A", "C"),
-    euclid=lambda c: (
-        f"In triangle ABC, AB = AC = {fmt(dist(dec_points(c)['A'], dec_points(c)['B']))} and "
-        f"∠BAC = {fmt(_angle_at(c, 'A', 'B', 'C'))}°. Find ∠ABC in degrees."
+ISOSCELES_ANGLE = triangle_template(
+    "isosceles_angle", "angle", lambda p: _vertex_angle(p, "B", "A", "C"),
+    ("Find ∠ABC in degrees.", "Find ∠ABC in degrees.", vector_question("a", "b", "c")), plane_vectors_text,
+    euclid_opening=lambda c: (
+        f"In triangle ABC, AB = AC = {segment_text(c, 'AB')} and ∠BAC = {fmt(_angle_at(c, 'A', 'B', 'C'))}°."
     ),
-    coord=lambda c: f"{vertices_text(c)}. Find ∠ABC in degrees.",
-    vector=lambda c: f"{in_plane(c, 'ABC')} {vector_question('a', 'b', 'c')}",
+    draw=_isosceles_draw,
 )
 
 # --- angles of an isosceles trapezoid --------------------------------------------------------

@@ -16,27 +16,31 @@ from tasks.suites.geometry.exact import (
 from tasks.suites.geometry.placement import lattice_point, plane_config
 from tasks.suites.geometry.solids import CONE_VOLUME, TETRAHEDRON_VOLUME
 from tasks.suites.geometry.template import Template
-from tasks.suites.geometry.text import fmt, in_plane, points_text, vec_text
+from tasks.suites.geometry.text import fmt, in_plane, lengths_text, points_text, segment_text, vec_text
 from tasks.suites.geometry.triangles import (
-    RIGHT_LEGS, TRIANGLES_BY_BASE, abd_config, circumradius, parallelogram_euclid, right_text,
-    right_triangle_config, sides_text, triangle_config,
+    RIGHT_LEGS, TRIANGLES_BY_BASE, circumcircle_template, circumradius, parallelogram_template,
+    plane_vectors_text, right_text, right_triangle_config, sides_statement, triangle_config,
 )
 
 
-def _vertices_question(figure: str, names: str) -> Callable[[Config], str]:
-    """The coord rendering ``Find the area of the <figure> with vertices ...``."""
-    return lambda c: f"Find the area of the {figure} with vertices {points_text(dec_points(c), names)}."
+def _polygon_template(name: str, figure: str, names: str, draw: Callable[[random.Random], Config],
+                      euclid: Callable[[Config], str], vector: Callable[[Config], str]) -> Template:
+    """An area template whose gold is the area of the polygon ``names`` (one key entity a vertex)
+    and whose coord rendering asks ``Find the area of the <figure> with vertices ...``."""
+    return Template(
+        name, "area", len(names),
+        figures=(names,),
+        draw=draw, gold=lambda c: polygon_area(c, names), euclid=euclid,
+        coord=lambda c: f"Find the area of the {figure} with vertices {points_text(dec_points(c), names)}.",
+        vector=vector,
+    )
 
 
 # --- triangle from three sides ---------------------------------------------------------------
 
-HERON = Template(
-    "heron", "area", 3,
-    figures=("ABC",),
-    draw=triangle_config,
-    gold=lambda c: polygon_area(c, "ABC"),
-    euclid=lambda c: f"In triangle ABC, {sides_text(c)}. Find the area of triangle ABC.",
-    coord=_vertices_question("triangle", "ABC"),
+HERON = _polygon_template(
+    "heron", "triangle", "ABC", triangle_config,
+    euclid=lambda c: f"{sides_statement(c)} Find the area of triangle ABC.",
     vector=lambda c: f"{in_plane(c, 'ABC')} Find the area of triangle ABC.",
 )
 
@@ -71,38 +75,20 @@ def _sas_vector(c: Config) -> str:
             f"|v| = {fmt(norm(v))} and u · v = {fmt(dot(u, v))}. Find the area of triangle ABC.")
 
 
-SAS_AREA = Template(
-    "sas_area", "area", 3,
-    figures=("ABC",),
-    draw=_sas_draw, gold=lambda c: polygon_area(c, "ABC"), euclid=_sas_euclid,
-    coord=_vertices_question("triangle", "ABC"), vector=_sas_vector,
-)
+SAS_AREA = _polygon_template("sas_area", "triangle", "ABC", _sas_draw, _sas_euclid, _sas_vector)
 
 # --- parallelogram ---------------------------------------------------------------------------
 
 
-def _parallelogram_area(c: Config) -> sympy.Expr:
-    p = dec_points(c)
-    return sympy.Abs(cross2(sub(p["B"], p["A"]), sub(p["D"], p["A"])))
-
-
-def _parallelogram_vector(c: Config) -> str:
+def _parallelogram_sides(c: Config) -> str:
     p = dec_points(c)
     return (f"Parallelogram ABCD has its sides AB and AD along the vectors {vec_text('u', sub(p['B'], p['A']))} "
-            f"and {vec_text('v', sub(p['D'], p['A']))}. Find the area of the parallelogram.")
+            f"and {vec_text('v', sub(p['D'], p['A']))}.")
 
 
-PARALLELOGRAM_AREA = Template(
-    "parallelogram_area", "area", 3,
-    figures=("ABD",),
-    draw=abd_config,
-    gold=_parallelogram_area,
-    euclid=lambda c: f"{parallelogram_euclid(c)} Find the area of the parallelogram.",
-    coord=lambda c: (
-        f"Three vertices of parallelogram ABCD are {points_text(dec_points(c), 'ABD')}. "
-        "Find the area of the parallelogram."
-    ),
-    vector=_parallelogram_vector,
+PARALLELOGRAM_AREA = parallelogram_template(
+    "parallelogram_area", "area", lambda p: sympy.Abs(cross2(sub(p["B"], p["A"]), sub(p["D"], p["A"]))),
+    "Find the area of the parallelogram.", _parallelogram_sides,
 )
 
 # --- isosceles trapezoid ---------------------------------------------------------------------
@@ -115,31 +101,21 @@ def _trapezoid_draw(rng: random.Random) -> Config:
     return plane_config(rng, {"A": (Z, Z), "B": (I(a), Z), "C": (I(a - e), I(h)), "D": (I(e), I(h))})
 
 
-def _trapezoid_euclid(c: Config) -> str:
-    p = dec_points(c)
-    return (f"ABCD is an isosceles trapezoid with AB ∥ CD, AB = {fmt(dist(p['A'], p['B']))}, "
-            f"CD = {fmt(dist(p['C'], p['D']))} and legs AD = BC = {fmt(dist(p['A'], p['D']))}. "
-            "Find the area of the trapezoid.")
-
-
-TRAPEZOID_AREA = Template(
-    "trapezoid_area", "area", 4,
-    figures=("ABCD",),
-    draw=_trapezoid_draw, gold=lambda c: polygon_area(c, "ABCD"), euclid=_trapezoid_euclid,
-    coord=_vertices_question("trapezoid ABCD", "ABCD"),
+TRAPEZOID_AREA = _polygon_template(
+    "trapezoid_area", "trapezoid ABCD", "ABCD", _trapezoid_draw,
+    euclid=lambda c: (
+        f"ABCD is an isosceles trapezoid with AB ∥ CD, AB = {segment_text(c, 'AB')}, "
+        f"CD = {segment_text(c, 'CD')} and legs AD = BC = {segment_text(c, 'AD')}. Find the area of the trapezoid."
+    ),
     vector=lambda c: f"{in_plane(c, 'ABCD')} ABCD is a trapezoid; find its area.",
 )
 
 # --- circle through a right triangle ---------------------------------------------------------
 
-CIRCUMCIRCLE_AREA = Template(
-    "circumcircle_area", "area", 3,
-    figures=("ABC",),
+CIRCUMCIRCLE_AREA = circumcircle_template(
+    "circumcircle_area", "area", "area", lambda p: sympy.pi * circumradius(p) ** 2,
+    euclid_opening=right_text, vector_opening=plane_vectors_text,
     draw=lambda rng: right_triangle_config(rng, (rng.randint(1, 9), rng.randint(1, 9))),
-    gold=lambda c: sympy.pi * circumradius(dec_points(c)) ** 2,
-    euclid=lambda c: f"{right_text(c)} Find the area of the circle through A, B and C.",
-    coord=lambda c: f"Find the area of the circle through the points {points_text(dec_points(c), 'ABC')}.",
-    vector=lambda c: f"{in_plane(c, 'ABC')} Find the area of the circle through A, B and C.",
 )
 
 # --- quadrilateral from two triangles on a diagonal ------------------------------------------
@@ -153,27 +129,17 @@ def _quadrilateral_draw(rng: random.Random) -> Config:
 
 
 def _quadrilateral_euclid(c: Config) -> str:
-    p = dec_points(c)
-    d = {s: fmt(dist(p[s[0]], p[s[1]])) for s in ("AC", "AB", "BC", "CD", "DA")}
-    return (f"In quadrilateral ABCD, the diagonal AC = {d['AC']}, AB = {d['AB']}, BC = {d['BC']}, CD = {d['CD']} "
-            f"and DA = {d['DA']}, and B and D lie on opposite sides of AC. Find the area of ABCD.")
+    sides = lengths_text(c, ("AB", "BC", "CD", "DA"))
+    return (f"In quadrilateral ABCD, the diagonal AC = {segment_text(c, 'AC')}, {sides}, and B and D lie on opposite "
+            "sides of AC. Find the area of ABCD.")
 
 
-QUADRILATERAL_AREA = Template(
-    "quadrilateral_area", "area", 4,
-    figures=("ABCD",),
-    draw=_quadrilateral_draw, gold=lambda c: polygon_area(c, "ABCD"), euclid=_quadrilateral_euclid,
-    coord=_vertices_question("quadrilateral ABCD", "ABCD"),
+QUADRILATERAL_AREA = _polygon_template(
+    "quadrilateral_area", "quadrilateral ABCD", "ABCD", _quadrilateral_draw, _quadrilateral_euclid,
     vector=lambda c: f"{in_plane(c, 'ABCD')} Find the area of the quadrilateral ABCD.",
 )
 
 # --- rhombus ---------------------------------------------------------------------------------
-
-
-def _rhombus_euclid(c: Config) -> str:
-    p = dec_points(c)
-    return (f"Rhombus ABCD has side {fmt(dist(p['A'], p['B']))} and diagonal AC = {fmt(dist(p['A'], p['C']))}. "
-            "Find the area of the rhombus.")
 
 
 def _rhombus_vector(c: Config) -> str:
@@ -187,11 +153,13 @@ def _rhombus_draw(rng: random.Random) -> Config:
     return plane_config(rng, {"A": (I(e), Z), "B": (Z, I(f)), "C": (I(-e), Z), "D": (Z, I(-f))})
 
 
-RHOMBUS_AREA = Template(
-    "rhombus_area", "area", 4,
-    figures=("ABCD",),
-    draw=_rhombus_draw, gold=lambda c: polygon_area(c, "ABCD"), euclid=_rhombus_euclid,
-    coord=_vertices_question("rhombus ABCD", "ABCD"), vector=_rhombus_vector,
+RHOMBUS_AREA = _polygon_template(
+    "rhombus_area", "rhombus ABCD", "ABCD", _rhombus_draw,
+    euclid=lambda c: (
+        f"Rhombus ABCD has side {segment_text(c, 'AB')} and diagonal AC = {segment_text(c, 'AC')}. "
+        "Find the area of the rhombus."
+    ),
+    vector=_rhombus_vector,
 )
 
 # --- square from a diagonal ------------------------------------------------------------------
@@ -216,7 +184,7 @@ SQUARE_AREA = Template(
     draw=_square_draw,
     gold=lambda c: dist(dec_points(c)["A"], dec_points(c)["C"]) ** 2 / 2,
     euclid=lambda c: (
-        f"Square ABCD has diagonal AC = {fmt(dist(*dec_points(c).values()))}. Find the area of the square."
+        f"Square ABCD has diagonal AC = {segment_text(c, 'AC')}. Find the area of the square."
     ),
     coord=lambda c: (
         f"The points {points_text(dec_points(c), 'AC')} are opposite vertices of square ABCD. "

@@ -20,13 +20,20 @@ from tasks.suites.geometry.exact import (
 )
 from tasks.suites.geometry.placement import lattice_point, lattice_step, place2d, plane_config
 from tasks.suites.geometry.template import Template
-from tasks.suites.geometry.text import circle_text, fmt, linear_text, points_text, signed_sum, vec_text, vector_question
+from tasks.suites.geometry.text import (
+    circle_text, fmt, linear_text, points_text, position_vectors_text, signed_sum, vec_text, vector_question,
+)
 
 
 def circle_vector_text(var: str, r: Any, centre: Point) -> str:
     """``A circle consists of the points with position vector x such that |x - c| = r, where c = ⟨..⟩.``"""
     return (f"A circle consists of the points with position vector {var} such that |{var} - c| = {fmt(r)}, where "
             f"{vec_text('c', centre)}.")
+
+
+def _on_circle(points: dict[str, Point], names: str) -> str:
+    """``the points A, B and C on the circle have position vectors a = ⟨..⟩, ...``."""
+    return position_vectors_text(points, names, " on the circle")
 
 
 # --- chord (length) --------------------------------------------------------------------------
@@ -233,9 +240,7 @@ def _inscribed_coord(c: Config) -> str:
 
 def _inscribed_vector(c: Config) -> str:
     p = _inscribed_relative(c)
-    return (f"Relative to the centre O of a circle, the points A, B and C on the circle have position vectors "
-            f"{vec_text('a', p['A'])}, {vec_text('b', p['B'])} and {vec_text('c', p['C'])}. "
-            f"{vector_question('a', 'c', 'b')}")
+    return f"Relative to the centre O of a circle, {_on_circle(p, 'ABC')}. {vector_question('a', 'c', 'b')}"
 
 
 INSCRIBED_ANGLE = Template(
@@ -327,9 +332,7 @@ def _chords_euclid(c: Config) -> str:
 def _chords_vector(c: Config) -> str:
     p = dec_points(c)
     rel = {n: sub(p[n], p["O"]) for n in "ABCD"}
-    return (f"Relative to the centre of a circle, the points A, B, C and D on the circle have position vectors "
-            f"{', '.join(vec_text(n.lower(), rel[n]) for n in 'ABC')} and {vec_text('d', rel['D'])}. "
-            "The chords AB and CD meet at P. Find CP/PD.")
+    return f"Relative to the centre of a circle, {_on_circle(rel, 'ABCD')}. The chords AB and CD meet at P. Find CP/PD."
 
 
 def _chords_gold(c: Config) -> sympy.Expr:

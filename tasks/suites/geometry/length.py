@@ -9,22 +9,16 @@ import sympy
 from tasks.suites.geometry.circles import CHORD, TANGENT
 from tasks.suites.geometry.exact import add, dec_points, dist, midpoint, scale
 from tasks.suites.geometry.solids import BOX_DIAGONAL
-from tasks.suites.geometry.template import Template
-from tasks.suites.geometry.text import points_text, position_vectors_text
+from tasks.suites.geometry.text import position_vectors_text
 from tasks.suites.geometry.triangles import (
-    RIGHT_LEGS, abd_config, circumradius, inradius, parallelogram_c, parallelogram_euclid, right_text,
-    right_triangle_config, sides_text, triangle_area, triangle_config, triangle_template, triangle_vectors_text,
-    vertices_text,
+    RIGHT_LEGS, circumcircle_template, circumradius, inradius, parallelogram_c, parallelogram_template, right_text,
+    right_triangle_config, triangle_area, triangle_template,
 )
 
-HYPOTENUSE = Template(
-    "hypotenuse", "length", 3,
-    figures=("ABC",),
-    draw=right_triangle_config,
-    gold=lambda c: dist(dec_points(c)["A"], dec_points(c)["B"]),
-    euclid=lambda c: f"{right_text(c)} Find the length of AB.",
-    coord=lambda c: f"{vertices_text(c)}. Find the length of AB.",
-    vector=lambda c: f"{triangle_vectors_text(c)} Find |b - a|, the length of AB.",
+HYPOTENUSE = triangle_template(
+    "hypotenuse", "length", lambda p: dist(p["A"], p["B"]),
+    ("Find the length of AB.", "Find the length of AB.", "Find |b - a|, the length of AB."),
+    euclid_opening=right_text, draw=right_triangle_config,
 )
 
 MEDIAN = triangle_template("median", "length", lambda p: dist(p["A"], midpoint(p["B"], p["C"])), (
@@ -39,15 +33,7 @@ ALTITUDE = triangle_template("altitude", "length", lambda p: 2 * triangle_area(p
     "Find the distance from A to the line r = b + t(c - b).",
 ))
 
-CIRCUMRADIUS = Template(
-    "circumradius", "length", 3,
-    figures=("ABC",),
-    draw=triangle_config,
-    gold=lambda c: circumradius(dec_points(c)),
-    euclid=lambda c: f"In triangle ABC, {sides_text(c)}. Find the radius of the circle through A, B and C.",
-    coord=lambda c: f"Find the radius of the circle through the points {points_text(dec_points(c), 'ABC')}.",
-    vector=lambda c: f"{triangle_vectors_text(c)} Find the radius of the circle through A, B and C.",
-)
+CIRCUMRADIUS = circumcircle_template("circumradius", "length", "radius", circumradius)
 
 INRADIUS = triangle_template("inradius", "length", inradius, (
     "Find the radius of the circle inscribed in the triangle.",
@@ -55,19 +41,10 @@ INRADIUS = triangle_template("inradius", "length", inradius, (
     "Find the radius of the circle inscribed in triangle ABC.",
 ))
 
-PARALLELOGRAM_DIAGONAL = Template(
-    "parallelogram_diagonal", "length", 3,
-    figures=("ABD",),
-    draw=abd_config,
-    gold=lambda c: dist(dec_points(c)["A"], parallelogram_c(dec_points(c))),
-    euclid=lambda c: f"{parallelogram_euclid(c)} Find the length of the diagonal AC.",
-    coord=lambda c: (
-        f"Three vertices of parallelogram ABCD are {points_text(dec_points(c), 'ABD')}. "
-        "Find the length of the diagonal AC."
-    ),
-    vector=lambda c: (
-        f"In parallelogram ABCD, {position_vectors_text(dec_points(c), 'ABD')}. Find the length of the diagonal AC."
-    ),
+PARALLELOGRAM_DIAGONAL = parallelogram_template(
+    "parallelogram_diagonal", "length", lambda p: dist(p["A"], parallelogram_c(p)),
+    "Find the length of the diagonal AC.",
+    lambda c: f"In parallelogram ABCD, {position_vectors_text(dec_points(c), 'ABD')}.",
 )
 
 CENTROID_DISTANCE = triangle_template(
@@ -79,19 +56,14 @@ CENTROID_DISTANCE = triangle_template(
     ),
 )
 
-HYPOTENUSE_SEGMENT = Template(
-    "hypotenuse_segment", "length", 3,
-    figures=("ABC",),
-    draw=lambda rng: right_triangle_config(rng, rng.choice(RIGHT_LEGS)),
+HYPOTENUSE_SEGMENT = triangle_template(
     # AD, D the foot of the altitude from C: AC² / AB
-    gold=lambda c: dist(dec_points(c)["A"], dec_points(c)["C"]) ** 2 / dist(dec_points(c)["A"], dec_points(c)["B"]),
-    euclid=lambda c: f"{right_text(c)} D is the foot of the perpendicular from C to AB. Find the length AD.",
-    coord=lambda c: (
-        f"{vertices_text(c)}. D is the foot of the perpendicular from C to the line AB. Find the length AD."
+    "hypotenuse_segment", "length", lambda p: dist(p["A"], p["C"]) ** 2 / dist(p["A"], p["B"]), (
+        "D is the foot of the perpendicular from C to AB. Find the length AD.",
+        "D is the foot of the perpendicular from C to the line AB. Find the length AD.",
+        "D is the point of the line AB with (d - c) · (b - a) = 0. Find |d - a|.",
     ),
-    vector=lambda c: (
-        f"{triangle_vectors_text(c)} D is the point of the line AB with (d - c) · (b - a) = 0. Find |d - a|."
-    ),
+    euclid_opening=right_text, draw=lambda rng: right_triangle_config(rng, rng.choice(RIGHT_LEGS)),
 )
 
 TEMPLATES = (

@@ -14,9 +14,9 @@ from tasks.suites.geometry.exact import (
     line_intersection, midpoint, norm, polygon_area, scale, sub,
 )
 from tasks.suites.geometry.placement import SMALL_STEPS, lattice_point, lattice_step, plane_config
-from tasks.suites.geometry.template import Template
-from tasks.suites.geometry.text import fmt, in_plane, linear_text, points_text, vec_text
-from tasks.suites.geometry.triangles import circumradius, inradius, triangle_template, vertices_text
+from tasks.suites.geometry.template import Template, stated
+from tasks.suites.geometry.text import fmt, in_plane, lengths_text, linear_text, points_text, segment_text, vec_text
+from tasks.suites.geometry.triangles import circumradius, inradius, plane_vectors_text, triangle_template, vertices_text
 
 
 def _off_line_point(rng: random.Random, start: Point, direction: Point) -> Point:
@@ -33,12 +33,6 @@ def _ratio(c: Config, a: str, p: str, b: str) -> sympy.Expr:
     return dist(pts[a], pts[p]) / dist(pts[p], pts[b])
 
 
-def _segment(c: Config, a: str, b: str) -> str:
-    """The length of the configuration's segment ``ab``, printed."""
-    p = dec_points(c)
-    return fmt(dist(p[a], p[b]))
-
-
 # --- point dividing a segment ----------------------------------------------------------------
 
 
@@ -53,8 +47,8 @@ SECTION_RATIO = Template(
     "section_ratio", "ratio", 3,
     draw=_section_draw,
     gold=lambda c: _ratio(c, "A", "P", "B"),
-    euclid=lambda c: f"The point P lies on the segment AB, with AB = {_segment(c, 'A', 'B')} and "
-                     f"AP = {_segment(c, 'A', 'P')}. Find AP/PB.",
+    euclid=lambda c: f"The point P lies on the segment AB, with AB = {segment_text(c, 'AB')} and "
+                     f"AP = {segment_text(c, 'AP')}. Find AP/PB.",
     coord=lambda c: (
         f"The point {points_text(dec_points(c), 'P')} lies on the segment joining {points_text(dec_points(c), 'AB')}. "
         "Find AP/PB."
@@ -96,8 +90,8 @@ def _parallel_draw(rng: random.Random) -> Config:
 # DE parallel to BC cuts off a similar triangle
 PARALLEL_AREA_RATIO = _ade_template(
     "parallel_area_ratio", _parallel_draw,
-    lambda c: f"In triangle ABC, the points D on AB and E on AC satisfy DE ∥ BC, with AD = {_segment(c, 'A', 'D')} "
-              f"and DB = {_segment(c, 'D', 'B')}.",
+    lambda c: f"In triangle ABC, the points D on AB and E on AC satisfy DE ∥ BC, with AD = {segment_text(c, 'AD')} "
+              f"and DB = {segment_text(c, 'DB')}.",
     lambda c: c["other"],
 )
 
@@ -113,9 +107,8 @@ def _shared_draw(rng: random.Random) -> Config:
 
 
 def _shared_given(c: Config) -> str:
-    d = {s: _segment(c, s[0], s[1]) for s in ("AB", "AC", "AD", "AE")}
-    return (f"In triangle ABC, AB = {d['AB']} and AC = {d['AC']}. The point D on AB has AD = {d['AD']}, and the point "
-            f"E on AC has AE = {d['AE']}.")
+    return (f"In triangle ABC, {lengths_text(c, ('AB', 'AC'))}. The point D on AB has AD = {segment_text(c, 'AD')}, "
+            f"and the point E on AC has AE = {segment_text(c, 'AE')}.")
 
 
 # the triangles ADE and ABC share the angle at A
@@ -134,16 +127,14 @@ def _cevian_draw(rng: random.Random) -> Config:
 
 def _cevian_template(name: str, gold: Callable[[Config], sympy.Expr], question: str) -> Template:
     """Triangle ABC with the point D on BC, given by BD and DC, followed by ``question``."""
-    return Template(
-        name, "ratio", 4,
-        figures=("ABC", "ABD", "ADC"),
-        draw=_cevian_draw,
-        gold=gold,
-        euclid=lambda c: f"In triangle ABC, the point D on BC has BD = {_segment(c, 'B', 'D')} and "
-                         f"DC = {_segment(c, 'D', 'C')}. {question}",
-        coord=lambda c: f"{vertices_text(c)}, and {points_text(dec_points(c), 'D')} lies on BC. {question}",
-        vector=lambda c: f"{in_plane(c, 'ABCD')} D lies on BC. {question}",
+    statements = (
+        lambda c: (
+            f"In triangle ABC, the point D on BC has BD = {segment_text(c, 'BD')} and DC = {segment_text(c, 'DC')}."
+        ),
+        lambda c: f"{vertices_text(c)}, and {points_text(dec_points(c), 'D')} lies on BC.",
+        lambda c: f"{in_plane(c, 'ABCD')} D lies on BC.",
     )
+    return stated(name, "ratio", 4, _cevian_draw, gold, statements, (question,) * 3, figures=("ABC", "ABD", "ADC"))
 
 
 # the cevian AD splits the area
@@ -180,10 +171,10 @@ _CIRCLES_Q = (
     "through A, B and C."
 )
 BISECTOR_RATIO = triangle_template(
-    "bisector_ratio", "ratio", _bisector_ratio, (_BISECTOR_Q,) * 3, lambda c: in_plane(c, "ABC"),
+    "bisector_ratio", "ratio", _bisector_ratio, (_BISECTOR_Q,) * 3, plane_vectors_text,
 )
 CIRCLES_RATIO = triangle_template(
-    "circles_ratio", "ratio", lambda p: inradius(p) / circumradius(p), (_CIRCLES_Q,) * 3, lambda c: in_plane(c, "ABC"),
+    "circles_ratio", "ratio", lambda p: inradius(p) / circumradius(p), (_CIRCLES_Q,) * 3, plane_vectors_text,
 )
 
 # --- diagonals of a trapezoid ----------------------------------------------------------------
@@ -210,7 +201,7 @@ TRAPEZOID_DIAGONAL_RATIO = Template(
     draw=_trapezoid_draw,
     gold=_diagonal_ratio,
     euclid=lambda c: (
-        f"ABCD is a trapezoid with AB ∥ CD, AB = {_segment(c, 'A', 'B')} and CD = {_segment(c, 'C', 'D')}. "
+        f"ABCD is a trapezoid with AB ∥ CD, AB = {segment_text(c, 'AB')} and CD = {segment_text(c, 'CD')}. "
         f"{_DIAGONALS_Q}"
     ),
     coord=lambda c: f"The trapezoid ABCD has vertices {points_text(dec_points(c), 'ABCD')}. {_DIAGONALS_Q}",

@@ -67,6 +67,25 @@ class Template:
         return None
 
 
+def stated(
+    name: str,
+    category: str,
+    entities: int,
+    draw: Callable[[random.Random], Config],
+    gold: Callable[[Config], sympy.Expr],
+    statements: tuple[Callable[[Config], str], Callable[[Config], str], Callable[[Config], str]],
+    questions: tuple[str, str, str],
+    figures: tuple[str, ...] = (),
+) -> Template:
+    """A template whose rendering in each representation (euclid, coord, vector) is that
+    representation's statement of the figure followed by its question (none when empty)."""
+    def rendering(statement: Callable[[Config], str], question: str) -> Callable[[Config], str]:
+        return lambda c: f"{statement(c)} {question}" if question else statement(c)
+
+    euclid, coord, vector = (rendering(s, q) for s, q in zip(statements, questions))
+    return Template(name, category, entities, draw, gold, euclid, coord, vector, figures=figures)
+
+
 def _is_zero(x: sympy.Expr) -> bool:
     # Coordinates are rationals and integer surds: expanding puts such a number in a canonical
     # form (√2·√3 = √6), exact and far cheaper than simplify.

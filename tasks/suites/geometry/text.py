@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import sympy
 
 from tasks.suites.base import GeneratorError
-from tasks.suites.geometry.exact import Config, Point, dec_points
+from tasks.suites.geometry.exact import Config, Point, dec_points, dist
 
 
 def fmt(x: Any) -> str:
@@ -72,10 +72,27 @@ def points_text(points: dict[str, Point], names: str) -> str:
     return join([point_text(n, points[n]) for n in names])
 
 
-def position_vectors_text(points: dict[str, Point], names: str) -> str:
-    """``the points A, B and C have position vectors a = ⟨..⟩, b = ⟨..⟩ and c = ⟨..⟩``."""
-    return (f"the points {join(list(names))} have position vectors "
+def position_vectors_text(points: dict[str, Point], names: str, where: str = "") -> str:
+    """``the points A, B and C have position vectors a = ⟨..⟩, b = ⟨..⟩ and c = ⟨..⟩``; ``where``
+    (`` on the circle``) follows the names."""
+    return (f"the points {join(list(names))}{where} have position vectors "
             f"{join([vec_text(n.lower(), points[n]) for n in names])}")
+
+
+def _length(points: dict[str, Point], names: str) -> str:
+    """The printed length of the segment ``names`` (``AB``) of ``points``."""
+    return fmt(dist(points[names[0]], points[names[1]]))
+
+
+def segment_text(config: Config, names: str) -> str:
+    """The printed length of the configuration's segment ``names`` (``AB``)."""
+    return _length(dec_points(config), names)
+
+
+def lengths_text(config: Config, segments: Sequence[str]) -> str:
+    """``AB = 13, BC = 14 and CA = 15``: the printed lengths of the configuration's segments."""
+    points = dec_points(config)  # decoded once: sympify dominates a rendering's cost
+    return join([f"{s} = {_length(points, s)}" for s in segments])
 
 
 def in_plane(config: Config, names: str) -> str:

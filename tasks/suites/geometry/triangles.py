@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Callable
+from typing import Any, Callable
 
 import sympy
 
 from tasks.suites.geometry.exact import Config, I, Point, Z, add, dec_points, dist, enc_points, shoelace, sub
 from tasks.suites.geometry.placement import place2d, plane_config, relabel
-from tasks.suites.geometry.template import Template
-from tasks.suites.geometry.text import fmt, points_text, position_vectors_text
+from tasks.suites.geometry.template import Template, stated
+from tasks.suites.geometry.text import in_plane, lengths_text, points_text, position_vectors_text, segment_text
 
 MAX_SIDE = 26
 
@@ -124,14 +124,17 @@ def inradius(p: dict[str, Point]) -> sympy.Expr:
 
 def sides_text(config: Config) -> str:
     """``AB = 13, BC = 14 and CA = 15`` for a triangle configuration."""
-    p = dec_points(config)
-    return f"AB = {fmt(dist(p['A'], p['B']))}, BC = {fmt(dist(p['B'], p['C']))} and CA = {fmt(dist(p['C'], p['A']))}"
+    return lengths_text(config, ("AB", "BC", "CA"))
+
+
+def sides_statement(config: Config) -> str:
+    """``In triangle ABC, AB = .., BC = .. and CA = ...`` (the euclid statement of a triangle)."""
+    return f"In triangle ABC, {sides_text(config)}."
 
 
 def right_text(config: Config) -> str:
     """``In triangle ABC, ∠ACB = 90°, AC = .. and BC = ..`` (the euclid statement of a right triangle)."""
-    p = dec_points(config)
-    return f"In triangle ABC, ∠ACB = 90°, AC = {fmt(dist(p['A'], p['C']))} and BC = {fmt(dist(p['B'], p['C']))}."
+    return f"In triangle ABC, ∠ACB = 90°, {lengths_text(config, ('AC', 'BC'))}."
 
 
 def vertices_text(config: Config) -> str:
@@ -139,16 +142,20 @@ def vertices_text(config: Config) -> str:
     return f"Triangle ABC has vertices {points_text(dec_points(config), 'ABC')}"
 
 
+def vertices_statement(config: Config) -> str:
+    """:func:`vertices_text` as a sentence."""
+    return f"{vertices_text(config)}."
+
+
 def triangle_vectors_text(config: Config) -> str:
     """``In triangle ABC, the points A, B and C have position vectors ...`` (the vector statement)."""
     return f"In triangle ABC, {position_vectors_text(dec_points(config), 'ABC')}."
 
 
-def parallelogram_euclid(config: Config) -> str:
-    """``In parallelogram ABCD, AB = .., AD = .. and the diagonal BD = ..``."""
-    p = dec_points(config)
-    return (f"In parallelogram ABCD, AB = {fmt(dist(p['A'], p['B']))}, AD = {fmt(dist(p['A'], p['D']))} "
-            f"and the diagonal BD = {fmt(dist(p['B'], p['D']))}.")
+def plane_vectors_text(config: Config) -> str:
+    """``In the plane, the points A, B and C have position vectors ...`` (a vector statement that
+    does not call ABC a triangle)."""
+    return in_plane(config, "ABC")
 
 
 def triangle_template(
@@ -157,17 +164,46 @@ def triangle_template(
     gold: Callable[[dict[str, Point]], sympy.Expr],
     questions: tuple[str, str, str],
     vector_opening: Callable[[Config], str] = triangle_vectors_text,
+    *,
+    euclid_opening: Callable[[Config], str] = sides_statement,
+    coord_opening: Callable[[Config], str] = vertices_statement,
+    draw: Callable[[random.Random], Config] = triangle_config,
 ) -> Template:
-    """A template on a lattice triangle ABC stated by its sides (euclid), its vertices (coord) or
-    ``vector_opening`` (vector), each followed by that representation's question;
-    ``gold`` takes the triangle's points."""
-    euclid, coord, vector = questions
-    return Template(
-        name, category, 3,
-        figures=("ABC",),
-        draw=triangle_config,
-        gold=lambda c: gold(dec_points(c)),
-        euclid=lambda c: f"In triangle ABC, {sides_text(c)}. {euclid}",
-        coord=lambda c: f"{vertices_text(c)}. {coord}",
-        vector=lambda c: f"{vector_opening(c)} {vector}",
+    """A template on a lattice triangle ABC (``draw``) stated by its sides (``euclid_opening``),
+    its vertices (``coord_opening``) or ``vector_opening``, each followed by that representation's
+    question; ``gold`` takes the triangle's points."""
+    return stated(
+        name, category, 3, draw, lambda c: gold(dec_points(c)),
+        (euclid_opening, coord_opening, vector_opening), questions, figures=("ABC",),
+    )
+
+
+def circumcircle_template(name: str, category: str, measure: str, gold: Callable[[dict[str, Point]], sympy.Expr],
+                          **openings: Any) -> Template:
+    """A triangle template asking the ``measure`` (radius, area) of the circle through A, B and C;
+    its coord rendering is the question alone, naming the points' coordinates."""
+    def coord(config: Config) -> str:
+        return f"Find the {measure} of the circle through the points {points_text(dec_points(config), 'ABC')}."
+
+    question = f"Find the {measure} of the circle through A, B and C."
+    return triangle_template(name, category, gold, (question, "", question), coord_opening=coord, **openings)
+
+
+def _parallelogram_euclid(config: Config) -> str:
+    """``In parallelogram ABCD, AB = .., AD = .. and the diagonal BD = ..``."""
+    ab, ad, bd = (segment_text(config, s) for s in ("AB", "AD", "BD"))
+    return f"In parallelogram ABCD, AB = {ab}, AD = {ad} and the diagonal BD = {bd}."
+
+
+def parallelogram_template(name: str, category: str, gold: Callable[[dict[str, Point]], sympy.Expr],
+                           question: str, vector_opening: Callable[[Config], str]) -> Template:
+    """A template on parallelogram ABCD given by the vertices A, B and D of a lattice triangle:
+    stated by two sides and the diagonal BD (euclid), the three vertices (coord) or
+    ``vector_opening`` (vector), each followed by ``question``; ``gold`` takes the points."""
+    def coord(config: Config) -> str:
+        return f"Three vertices of parallelogram ABCD are {points_text(dec_points(config), 'ABD')}."
+
+    return stated(
+        name, category, 3, abd_config, lambda c: gold(dec_points(c)),
+        (_parallelogram_euclid, coord, vector_opening), (question,) * 3, figures=("ABD",),
     )
