@@ -16,7 +16,9 @@ line per run: wall, CPU (user + system), peak RSS (the sweep's process, as ``/us
 requests the sweep sent and those the loopback server saw (both must be 0) and the load average at
 its start; then the medians,
 and "after start-up": the wall of ``--items`` minus that of ``--fixed-items`` of the same side and
-round (the start-up and fixed work of a cached sweep, as measured at that size).
+round (the start-up and fixed work of a cached sweep, as measured at that size). With ``--items``
+equal to ``--fixed-items`` that one size alone is measured: issue #26's "3,000-request sweep, all
+answers in the ledger, start to exit" is ``--items 3000 --fixed-items 3000``.
 """
 
 from __future__ import annotations
@@ -112,9 +114,9 @@ def summary(runs: list[dict[str, Any]], sides: list[str], big: int, fixed: int) 
         at = {n: [r for r in runs if r["side"] == side and r["items"] == n] for n in (fixed, big)}
         for n, done in at.items():
             out.append({"side": side, "items": n, "walls": [r["wall_s"] for r in done],
-                        "loads": [r["load"] for r in done],
+                        "cpus": [r["cpu_s"] for r in done], "loads": [r["load"] for r in done],
                         **{k: statistics.median(r[k] for r in done) for k in ("wall_s", "cpu_s", "peak_rss_mb")}})
-        for key in ("wall_s", "cpu_s"):
+        for key in ("wall_s", "cpu_s") if big != fixed else ():  # one size: its start-to-exit figures only
             after = [b[key] - f[key] for b, f in zip(at[big], at[fixed])]
             out.append({"side": side, f"after_start_up_{key}": statistics.median(after), "runs": after})
     return out
@@ -135,11 +137,12 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     sides = {"this": ROOT, **({"vs": args.vs.resolve()} if args.vs else {})}
     with server_on(args.port) as server:
-        for n in (args.fixed_items, args.items):
+        sizes = list(dict.fromkeys((args.fixed_items, args.items)))  # --items = --fixed-items: that size alone
+        for n in sizes:
             template(args.workdir, set_up(args.workdir, n, args.port), n, args.port)
         runs = []
         for _ in range(args.repeats):
-            for n in (args.fixed_items, args.items):
+            for n in sizes:
                 for side, code in sides.items():
                     runs.append(measure(args.workdir, side, code, n, server, []))
                     print(json.dumps(runs[-1]), flush=True)

@@ -80,7 +80,7 @@ def test_a_commit_returns_its_own_snapshot_when_another_writer_commits_right_aft
     # Another writer: a Lake of its own (the catalog spelt out) is another DuckDB, as in another process.
     other = Lake(mine.location, catalog=mine.catalog)
     assert other is not mine
-    transaction = ducklake._in_transaction
+    transaction = ducklake.in_transaction
     returned: dict[str, list[int]] = {"mine": [], "other": []}
 
     inside_the_others = []
@@ -94,7 +94,7 @@ def test_a_commit_returns_its_own_snapshot_when_another_writer_commits_right_aft
             inside_the_others.clear()
 
     other.ensure()
-    monkeypatch.setattr(ducklake, "_in_transaction", then_the_other_commits)
+    monkeypatch.setattr(ducklake, "in_transaction", then_the_other_commits)
     for i in range(3):
         returned["mine"].append(write_rows(mine, "responses", [{"response_id": f"m{i}", "run_id": "mine"}]))
     marks = {r["snapshot_id"]: json.loads(r["commit_extra_info"])["run_id"] for r in mine.read(

@@ -3,13 +3,15 @@ recorded in ``runs`` with its flow-run id, one run-id format, a final row, and a
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 
+import duckdb
 import pytest
 from prefect.client.orchestration import get_client
 
-from conftest import fake_model_config, open_catalog_file
+from conftest import fake_model_config, open_catalog_file, run_cli
 from fakes import FakeProvider, FakeServer
 from flows.imports import import_families, import_responses
 from flows.rescore import rescore
@@ -74,3 +76,34 @@ def test_a_run_that_raises_ends_failed_with_its_message(tmp_path):
         pass
     [row] = lake.read("SELECT status, message, n_items FROM runs")
     assert row == {"status": "failed", "message": "RuntimeError: the disk is full", "n_items": 3}
+
+
+@pytest.mark.slow  # three whole sweeps
+def test_a_run_ends_completed_while_another_duckdb_of_this_process_holds_the_catalog(tmp_path, caplog):
+    """The end of a run reads the catalog's stamp beside the lake its refresh attached. Another
+    DuckDB of the same process holding the catalog file (a user's read-only query; a writable
+    attach, under which it cannot be rebuilt) never fails the run: the first is read beside, the
+    second is left as it is with a warning."""
+    with FakeServer() as server:
+        first = fake_model_config(tmp_path, server.api_base, n_max=10)
+        assert run_cli("sweep", "--config", str(first)).returncode == 0
+        wh = tmp_path / "wh"
+        reader = open_catalog_file(wh)
+        try:
+            more = fake_model_config(tmp_path, server.api_base, n_max=15)  # one item more: a flow run with calls
+            result = run_cli("sweep", "--config", str(more))
+            assert result.returncode == 0, result.stderr
+            assert reader.execute("SELECT count(*) FROM runs WHERE status = 'completed'").fetchall() == [(2,)]
+        finally:
+            reader.close()
+        writer = duckdb.connect()
+        writer.execute(f"ATTACH '{wh / 'invarbench.duckdb'}' AS held")
+        try:
+            with caplog.at_level(logging.WARNING, logger="tasks.runs.lifecycle"):
+                result = run_cli("sweep", "--config", str(more))  # every answer in the ledger: no Prefect
+            assert result.returncode == 0, result.stderr
+            assert "0 sent" in result.stdout and "not rebuilt" in caplog.text, caplog.text
+        finally:
+            writer.close()
+    statuses = [r["status"] for r in Lake(str(wh / "lake")).read("SELECT status FROM runs ORDER BY started_at")]
+    assert statuses == ["completed"] * 3

@@ -8,6 +8,7 @@ A database file cannot store an ATTACH: whoever opens the catalog attaches the l
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.lake.engine import connect
+from tasks.lake.engine import connect, sql_literal
 from tasks.lake.lake import Lake
 from tasks.lake.materialised import is_current
 from tasks.lake.sql import sql_digest
@@ -23,6 +24,8 @@ from tasks.lake.sql import sql_digest
 # The catalog remembers which lake and which sql/ its views were built from, so a copied or moved
 # warehouse, or a lake mounted elsewhere, is noticed on open and the views rebuilt for it.
 _CATALOG_TABLE = "invarbench_catalog"
+# The name the catalog file is attached under to read its stamp on another DuckDB (_stored_stamp).
+_FILE_ALIAS = "invarbench_catalog_file"
 
 
 def _catalog_stamp(lake: Lake, con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
@@ -85,26 +88,43 @@ def attach_file(catalog: Path) -> Path:
     return catalog.with_name("attach.sql")
 
 
-def _catalog_is_current(catalog: Path, lake: Lake) -> bool:
+def _catalog_is_current(catalog: Path, lake: Lake, con: duckdb.DuckDBPyConnection | None) -> bool:
     try:
-        con = connect(str(catalog), lake.limits, read_only=True)
-    except duckdb.Error:
+        if con is not None:
+            return _stored_stamp(con, catalog) == _catalog_stamp(lake, con)
+        with contextlib.closing(connect(str(catalog), lake.limits, read_only=True)) as own:
+            stored = own.execute(f"SELECT lake, sql_sha256 FROM {_CATALOG_TABLE}").fetchone()
+            lake.attach(own, read_only=True)
+            return stored == _catalog_stamp(lake, own)
+    except duckdb.Error:  # unreadable here (see held_elsewhere), or built before the catalog recorded its lake
         return False
+
+
+def _stored_stamp(con: duckdb.DuckDBPyConnection, catalog: Path) -> tuple[str, str] | None:
+    """The stamp the catalog file holds, read through ``con`` with the file attached read-only
+    for the read (another DuckDB of this process may hold it read-only meanwhile, not writable)."""
+    con.execute(f"ATTACH {sql_literal(str(catalog))} AS {_FILE_ALIAS} (READ_ONLY)")
     try:
-        stored = con.execute(f"SELECT lake, sql_sha256 FROM {_CATALOG_TABLE}").fetchone()
-        lake.attach(con, read_only=True)
-        return stored == _catalog_stamp(lake, con)
-    except duckdb.Error:  # built before the catalog recorded its lake
-        return False
+        return con.execute(f"SELECT lake, sql_sha256 FROM {_FILE_ALIAS}.{_CATALOG_TABLE}").fetchone()
     finally:
-        con.close()
+        con.execute(f"DETACH {_FILE_ALIAS}")
 
 
-def ensure_catalog(catalog: Path, lake: Lake) -> None:
+def ensure_catalog(catalog: Path, lake: Lake, con: duckdb.DuckDBPyConnection | None = None) -> None:
     """Rebuild the catalog when it is missing or was built for another lake (a copied or moved
-    warehouse), another ``sql/``, other tables or the materialised tables' other currency."""
-    if not (catalog.exists() and _catalog_is_current(catalog, lake)):
+    warehouse), another ``sql/``, other tables or the materialised tables' other currency.
+    ``con``: a DuckDB where ``lake`` is attached to check it through (the end of a run: the one
+    its refresh used, so that the check pays no connection, extensions and attach of its own);
+    else one opened for the check."""
+    if not (catalog.exists() and _catalog_is_current(catalog, lake, con)):
         build_catalog(catalog, lake)
+
+
+def held_elsewhere(exc: duckdb.Error) -> bool:
+    """Whether ``exc``, raised opening the catalog file, says it is open elsewhere: in another
+    process (a user's DuckDB shell: its lock, an IOException) or in another DuckDB of this one
+    (opened with other settings, or attached there for writing)."""
+    return isinstance(exc, (duckdb.IOException, duckdb.ConnectionException)) or "Unique file handle conflict" in str(exc)
 
 
 def open_catalog(catalog: Path, lake: Lake) -> duckdb.DuckDBPyConnection:

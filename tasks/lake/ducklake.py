@@ -72,12 +72,13 @@ def create_tables(con: duckdb.DuckDBPyConnection) -> None:
             ddl += [f"ALTER TABLE {ALIAS}.main.{table} ADD COLUMN IF NOT EXISTS {name} {kind}"
                     for name, kind in types if table in have and name not in have[table]]
         if ddl:
-            _in_transaction(con, ddl)
+            in_transaction(con, ddl)
 
     retrying(create)
 
 
-def _in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
+def in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -> None:
+    """Run ``statements`` on ``con`` as one transaction (one snapshot of the lake), rolled back on an error."""
     try:
         con.execute(";\n".join(["BEGIN", *statements, "COMMIT"]))
     except duckdb.Error:
@@ -99,7 +100,7 @@ def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message:
     def append() -> int:
         con.register("invarbench_chunk", chunk)
         try:
-            _in_transaction(con, [
+            in_transaction(con, [
                 f"INSERT INTO {ALIAS}.main.{table} BY NAME SELECT * FROM invarbench_chunk",
                 f"CALL ducklake_set_commit_message('{ALIAS}', 'invarbench', {sql_literal(message)}, "
                 f"extra_info => {sql_literal(extra) if extra else 'NULL'})"])

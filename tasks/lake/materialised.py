@@ -73,18 +73,25 @@ def mark(con: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
     return (int(row[0]), row[1]) if row else None
 
 
-def changed_since(con: duckdb.DuckDBPyConnection, snapshot: int) -> bool:
-    """Whether a snapshot after ``snapshot``, up to the one the lake is read at, changed the rows
-    of a source table (catalog reads only: each snapshot's list of changes)."""
-    ids = {str(r[0]) for r in con.execute(f"SELECT table_id FROM ducklake_table_info('{ALIAS}') "
-                                          "WHERE table_name IN (SELECT unnest(?::VARCHAR[]))",
-                                          [sorted(source_tables())]).fetchall()}
-    names = {f"main.{table}" for table in source_tables()}
+def changed_tables(con: duckdb.DuckDBPyConnection, snapshot: int) -> frozenset[str]:
+    """The source tables whose rows a snapshot after ``snapshot``, up to the one the lake is read
+    at, changed (catalog reads only: each snapshot's list of changes names a table by id, or as
+    ``main.<name>`` when it created it)."""
+    names = {str(r[0]): r[1] for r in con.execute(f"SELECT table_id, table_name FROM ducklake_table_info('{ALIAS}') "
+                                                  "WHERE table_name IN (SELECT unnest(?::VARCHAR[]))",
+                                                  [sorted(source_tables())]).fetchall()}
+    names |= {f"main.{table}": table for table in source_tables()}
     rows = con.execute(f"SELECT changes FROM ducklake_snapshots('{ALIAS}') WHERE snapshot_id > ? "
                        f"AND snapshot_id <= (SELECT id FROM ducklake_current_snapshot('{ALIAS}'))",
                        [snapshot]).fetchall()
-    return any(_ROW_CHANGES.search(kind) and set(tables) & (ids | names)
-               for (changes,) in rows for kind, tables in changes.items())
+    return frozenset(names[table] for (changes,) in rows for kind, tables in changes.items()
+                     if _ROW_CHANGES.search(kind) for table in tables if table in names)
+
+
+def changed_since(con: duckdb.DuckDBPyConnection, snapshot: int) -> bool:
+    """Whether a snapshot after ``snapshot``, up to the one the lake is read at, changed the rows
+    of a source table (:func:`changed_tables`)."""
+    return bool(changed_tables(con, snapshot))
 
 
 def is_current(con: duckdb.DuckDBPyConnection) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 from typing import Any
@@ -53,6 +54,8 @@ CHANGED_KEYS["score_history"] = CHANGED_KEYS["trial_scores"]  # a trial's score 
 # a unit is within a family and model; a question (item and sample) within a family
 CHANGED_KEYS["family_units"] = CHANGED_KEYS["family_trials"]
 CHANGED_KEYS["item_outcomes"] = f"SELECT DISTINCT family_id FROM ({CHANGED_KEYS['family_trials']})"
+# The source tables whose changes each view's keys come from (its ``changed_<table>`` relations).
+_CHANGED_READS = {name: frozenset(re.findall(r"\bchanged_(\w+)", sql)) for name, sql in CHANGED_KEYS.items()}
 
 # For each view, the relation its rows of a key are computed from (every row of that relation with
 # the key, and no other) and what that relation reads as it is: while a key's rows are recomputed,
@@ -74,25 +77,37 @@ ROWS_PER_SLICE = 1_000_000
 _LOCK = threading.Lock()  # one refresh at a time in a process (other processes: DuckLake's conflicts)
 
 
-def refresh(lake: Lake, full: bool = False) -> dict[str, Any]:
+def refresh(lake: Lake, full: bool = False, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, Any]:
     """Bring the lake's materialised tables up to date with what changed since the last refresh
     (all of it when ``full``, never refreshed, or their SQL changed); returns what it did:
     ``full``, ``snapshot`` (the one taken in), ``keys`` (recomputed per view), ``slices`` (per view
-    rebuilt) and ``seconds``."""
+    rebuilt) and ``seconds``. ``con``: a DuckDB of the caller's to work on, which stays open with
+    the lake attached for writing (the end of a run checks the catalog on it); else one of its own."""
     started = time.perf_counter()
-    with _LOCK, contextlib.closing(connect(limits=lake.limits)) as con:
+    own = contextlib.closing(connect(limits=lake.limits)) if con is None else contextlib.nullcontext(con)
+    with _LOCK, own as con:
         lake.ensure()
         lake.attach(con, read_only=False)
         _create_tables(lake, con)
-        # only what the refresh reads: binding every view costs half a second
-        lake.create_views(con, " ".join([*materialised_names(), *CHANGED_KEYS.values()]), materialised=True)
         try:
-            done = ducklake.retrying(lambda: _refresh_once(con, full))
+            done = _refreshed(lake, con, full)
         except _ChangesUnknown as exc:
             log.warning("refresh: %s: rebuilding", exc)
-            done = ducklake.retrying(lambda: _refresh_once(con, True))
+            done = _refreshed(lake, con, True)
     log.info("refresh: %s", done)
     return {**done, "seconds": time.perf_counter() - started}
+
+
+def _refreshed(lake: Lake, con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
+    """The refresh's transaction (retried), with the views it reads created first when it has
+    keys to recompute or tables to rebuild: creating them binds them (0.1 s of CPU), and a refresh
+    with nothing to recompute, as after a sweep that called nothing, reads none of them."""
+    try:
+        return ducklake.retrying(lambda: _refresh_once(con, full, views=False))
+    except _ViewsNeeded:  # raised before the transaction wrote anything, which then rolled back
+        # only what the refresh reads: binding every view costs half a second
+        lake.create_views(con, " ".join([*materialised_names(), *CHANGED_KEYS.values()]), materialised=True)
+        return ducklake.retrying(lambda: _refresh_once(con, full, views=True))
 
 
 def _create_tables(lake: Lake, con: duckdb.DuckDBPyConnection) -> None:
@@ -105,14 +120,15 @@ def _create_tables(lake: Lake, con: duckdb.DuckDBPyConnection) -> None:
     lake.create_views(con, " ".join(materialised_names()), materialised=False)
     statements = [f"CREATE TABLE IF NOT EXISTS {ALIAS}.main.{MARK_TABLE} ({materialised.MARK_COLUMNS})"]
     statements += [f"CREATE TABLE IF NOT EXISTS {ALIAS}.main.{name} AS SELECT * FROM {name} LIMIT 0" for name in missing]
-    for statement in statements:  # each its own commit: an empty table without a mark is not current
-        ducklake.retrying(lambda: con.execute(statement))
+    # One commit (one catalog transaction instead of seven on a new lake); the mark table stays
+    # empty, so the tables are not current until the refresh that follows fills them.
+    ducklake.retrying(lambda: ducklake.in_transaction(con, statements))
 
 
-def _refresh_once(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
+def _refresh_once(con: duckdb.DuckDBPyConnection, full: bool, views: bool) -> dict[str, Any]:
     con.execute("BEGIN")
     try:
-        done = _within(con, full)
+        done = _within(con, full, views)
         con.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(duckdb.Error):
@@ -121,23 +137,29 @@ def _refresh_once(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
     return done
 
 
-def _within(con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
-    """The refresh inside its transaction: the snapshot it reads is the one it takes in."""
+def _within(con: duckdb.DuckDBPyConnection, full: bool, views: bool) -> dict[str, Any]:
+    """The refresh inside its transaction: the snapshot it reads is the one it takes in. Raises
+    _ViewsNeeded, before writing, when it has work that reads the views and ``views`` is false."""
     snapshot = con.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')").fetchone()[0]
     last = materialised.mark(con)
     full = full or last is None or last[1] != materialised.definition_digest()
     keys: dict[str, int] = {}
     if not full:
-        if not materialised.changed_since(con, last[0]):  # the mark stays: no source changed since it
+        changed = materialised.changed_tables(con, last[0])
+        if not changed:  # the mark stays: no source changed since it
             return {"full": False, "snapshot": last[0], "keys": keys}
-        _changes(con, last[0] + 1, snapshot)
+    if not views and (full or any(reads & changed for reads in _CHANGED_READS.values())):
+        raise _ViewsNeeded
+    if not full:
+        _changes(con, last[0] + 1, snapshot, changed)
     slices: dict[str, int] = {}
     for stmt in materialised_statements():
         (name,) = stmt.defines
         if full:
             slices[name] = _rebuild(con, name, stmt.key)
         else:
-            keys[name] = _recompute(con, name, stmt.key)
+            # a view whose keys read only unchanged tables has no key to recompute
+            keys[name] = _recompute(con, name, stmt.key) if _CHANGED_READS[name] & changed else 0
     con.execute(f"INSERT INTO {ALIAS}.main.{MARK_TABLE} VALUES (?, ?, ?, ?, ?)",
                 [snapshot, materialised.definition_digest(), full, sum(keys.values()), now_utc()])
     return {"full": full, "snapshot": snapshot, "keys": keys, "slices": slices}
@@ -188,15 +210,20 @@ def _insert_scoped(con: duckdb.DuckDBPyConnection, name: str, write: str, restri
         con.execute(f"DROP VIEW temp.main.{view}")
 
 
+class _ViewsNeeded(Exception):
+    """The refresh has keys to recompute or tables to rebuild, and their views are not created yet."""
+
+
 class _ChangesUnknown(Exception):
     """DuckLake cannot list the changes since the mark (a snapshot expired since): rebuild."""
 
 
-def _changes(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
+def _changes(con: duckdb.DuckDBPyConnection, first: int, last: int, changed: frozenset[str]) -> None:
     """Load the rows of each source table inserted or deleted in snapshots ``first`` to ``last``
-    into ``changed_<table>``; raises _ChangesUnknown when DuckLake cannot say."""
+    into ``changed_<table>`` (none for a table not in ``changed``, whose rows those snapshots left
+    as they were); raises _ChangesUnknown when DuckLake cannot say."""
     for table in sorted(materialised.source_tables()):
-        if first > last:
+        if first > last or table not in changed:
             query = f"SELECT * FROM {ALIAS}.main.{table} LIMIT 0"
         else:
             query = f"SELECT * FROM ducklake_table_changes('{ALIAS}', 'main', '{table}', {first}, {last})"

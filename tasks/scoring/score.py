@@ -48,6 +48,13 @@ class StageStats:
     written: int = 0
 
 
+# The views each stage's queries read (with the macros, and what these read): its connection creates
+# those only. Creating a view binds it, and every view of sql/ took 0.4-0.5 s of CPU, paid by the
+# first parse of each process (every sweep of the test suite, every cached sweep).
+_PARSE_READS = "run_requests items ledger all_parses"
+_SCORE_READS = "run_requests items ledger latest_parses all_scores"
+
+
 def parse_responses(lake: Lake, selection: Selection) -> StageStats:
     """Parse the selection's ``ok`` responses that lack a parse of the current parser version.
 
@@ -55,7 +62,7 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
     many prompts, the same reply on every sample), and the rest of the work stays in DuckDB.
     """
     where, params = selection.where()
-    with lake.connect() as con:
+    with lake.connect(_PARSE_READS) as con:
         selected = con.sql(
             f"""
             -- distinct before the texts join in: the ledger holds one response per request
@@ -143,7 +150,7 @@ def score_trials(lake: Lake, selection: Selection, run_id: str) -> StageStats:
     steps) among the trials to score (stored trials repeat them), and its verdicts are joined back.
     """
     where, params = selection.where()
-    with lake.connect() as con:
+    with lake.connect(_SCORE_READS) as con:
         trials = _trials_with_steps(con, where, params)
         con.register("trials", trials)
         todo = _unscored(con, trials)
