@@ -2,7 +2,8 @@
 
 Each check (:data:`CHECKS`) has a name, counts what it finds and keeps a few examples. A finding
 is **damage** (the lake holds something the pipeline never writes: a file that cannot be read or
-was set aside for it, a request answered twice, a row tied to nothing, an id that does not match its content) or a
+was set aside for it, a request answered twice, a row tied to nothing, an id that does not match its content,
+a materialised view's table that differs from its definition) or a
 **warning** (a run left ``running`` by a process that is gone: the next sweep marks it crashed).
 A check that cannot run (a file it reads is unreadable) is damage too.
 
@@ -26,8 +27,10 @@ import duckdb
 from tasks import progress
 from tasks.items.generate import item_from_row
 from tasks.lake.lake import Lake
+from tasks.lake.materialised import is_current, materialised_names
 from tasks.lake.quarantine import quarantined, read_error
 from tasks.lake.schemas import SCHEMAS
+from tasks.lake.sql import FROM_RAW
 from tasks.models.call import request_from_row
 from tasks.records import Item
 from tasks.runs.lifecycle import stale_runs
@@ -186,6 +189,30 @@ def _query(name: str) -> Callable[[Lake], list[dict[str, Any]]]:
     return lambda lake: lake.read(f"{_QUERIES[name]} ORDER BY ALL")
 
 
+# --- materialised views that must equal their definition ----------------------------------------
+
+def _materialised_differences(lake: Lake) -> list[dict[str, Any]]:
+    """Per materialised view whose stored table the views read (it is current:
+    ``tasks.lake.materialised.is_current``), the rows it holds that its definition from the raw lake
+    does not give, and those it lacks; nothing to compare when not current (the views then read the
+    raw lake). Floating-point columns are compared to 9 decimals: a refresh sums in another order."""
+    found = []
+    with lake.connect(None) as con:
+        if not is_current(con):
+            return []
+        for name in materialised_names():
+            columns = con.execute(f"DESCRIBE {name}").fetchall()
+            select = ", ".join(f'round("{c}", 9)' if kind in ("DOUBLE", "FLOAT") else f'"{c}"' for c, kind, *_ in columns)
+            stored, derived = name, FROM_RAW.format(name)
+            for extra, other, problem in ((stored, derived, "stored, not derived from the raw lake"),
+                                          (derived, stored, "derived from the raw lake, not stored")):
+                (rows,) = con.execute(f"SELECT count(*) FROM (SELECT {select} FROM {extra} "
+                                      f"EXCEPT ALL SELECT {select} FROM {other})").fetchone()
+                if rows:
+                    found.append({"view": name, "rows": rows, "problem": problem})
+    return found
+
+
 def _dead_runs(lake: Lake) -> list[dict[str, Any]]:
     return [{k: r.get(k) for k in ("run_id", "kind", "host", "pid", "updated_at")} for r in stale_runs(lake)]
 
@@ -216,6 +243,9 @@ CHECKS: tuple[Check, ...] = (
           "sampling and sample_idx: edited after it was written", _request_ids),
     Check("item_id_mismatch", DAMAGE, "an item row whose id is not the hash of its content: edited after it was written",
           _item_ids),
+    Check("materialised_differs", DAMAGE, "a materialised view's stored table, which the views read while it is "
+          "current, differs from its definition on the raw lake: queries answer from wrong rows",
+          _materialised_differences),
     Check("dead_running_run", WARNING, "a run still `running` whose process is gone (no heartbeat, or its pid "
           "has ended on this machine); the next sweep marks it crashed", _dead_runs),
 )

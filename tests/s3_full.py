@@ -5,6 +5,8 @@ it answers each upload as an S3-compatible store answers when its storage is ref
 with MinIO's ``XMinioStorageFull`` (AWS's own S3 never runs out of space; MinIO, the common
 self-hosted store, answers this when its drives pass their free-space threshold). Every other
 request (reads, listings, deletes, starting and completing a multipart upload) goes through.
+Instead of a number of bytes, ``full_from`` fills the store at the first upload whose path holds
+that text: the room is then exactly what was stored before it, whatever the sizes of the files.
 
 Requests are forwarded with their ``Host`` header as signed, so moto checks the signatures the
 client made for the proxy's address.
@@ -25,21 +27,25 @@ REFUSED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>XMinioStorageF
 
 class FullStore(LoopbackServer):
     """The running proxy: ``url`` to give the client as the endpoint, ``room`` (bytes of uploads
-    still accepted; None: unlimited), what it let through and refused, and every request it
-    received (``requests``: method and path, in order)."""
+    still accepted; None: unlimited) or ``full_from`` (a text of a path: full from the first
+    upload to such a path on), what it let through and refused, and every request it received
+    (``requests``: method and path, in order)."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = urlsplit(upstream).netloc
         self.room: int | None = None
+        self.full_from: str | None = None
         self.stored_bytes = 0
         self.refused = 0
         self.requests: list[str] = []
         self.lock = threading.Lock()
         super().__init__(_handler(self))
 
-    def admits(self, size: int) -> bool:
-        """Whether an upload of ``size`` bytes is let through (then counted), or refused."""
+    def admits(self, size: int, path: str = "") -> bool:
+        """Whether an upload of ``size`` bytes to ``path`` is let through (then counted), or refused."""
         with self.lock:
+            if self.full_from is not None and self.full_from in path:
+                self.room, self.full_from = self.stored_bytes, None
             if self.room is not None and self.stored_bytes + size > self.room:
                 self.room = self.stored_bytes  # full: nothing more fits, not even a smaller upload
                 self.refused += 1
@@ -58,7 +64,7 @@ def _handler(store: FullStore) -> type[BaseHTTPRequestHandler]:
         def forward(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             store.requests.append(f"{self.command} {self.path}")
-            if self.command == "PUT" and not store.admits(len(body)):
+            if self.command == "PUT" and not store.admits(len(body), self.path):
                 self.answer(507, {"Content-Type": "application/xml"}, REFUSED)
                 return
             upstream = http.client.HTTPConnection(store.upstream, timeout=60)

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -104,3 +105,48 @@ def test_a_failed_job_is_sent_again_and_a_run_that_stops_waiting_ends_waiting(tm
         assert "HTTP 500" in line_error[0]["error"] and "overloaded" in line_error[0]["error"]
     assert len(state.paid) == 9
     assert lake_query(tmp_path, "SELECT count(*) AS n FROM ledger WHERE status = 'ok'") == [{"n": 9}]
+
+
+def test_a_stopped_sweep_leaves_its_job_to_the_provider_and_the_next_sweep_collects_it(tmp_path):
+    """In-process: a stop while the sweep waits on a held job ends the run `cancelled` at once (no
+    poll after the stop but one under way; with the wait's deadline 36 s off, a sweep that ignored
+    the stop would go on polling until it), the job is neither cancelled nor sent again, and the
+    next sweep collects it: each line paid once (issue #30)."""
+    from prefect.exceptions import CancelledRun
+
+    from tasks.runs import stopping
+
+    state = FakeBatches(plan=lambda n: (None, "ok"))  # job 0 held until released
+    asked: list[int] = []
+
+    def stop_when_polled() -> None:
+        deadline = time.monotonic() + 300  # only a guard against hanging
+        while (not state.jobs or state.jobs["batch_0"].polls < 2) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        asked.append(state.jobs["batch_0"].polls if state.jobs else 0)
+        stopping.request("asked by the test")
+
+    with FakeBatchServer(state) as server:
+        cfg = fake_model_config(tmp_path, server.api_base, n_max=50, model_extra={**BATCH, "batch_max_wait_h": 0.01})
+        stopper = threading.Thread(target=stop_when_polled)
+        stopper.start()
+        try:
+            with pytest.raises(CancelledRun):
+                sweep(str(cfg))
+        finally:
+            stopper.join()
+            stopping.reset()
+        assert asked and asked[0] >= 2, "the sweep never waited on its job"
+        assert state.jobs["batch_0"].polls <= asked[0] + 1  # no poll began after the stop
+        [run] = lake_query(tmp_path, "SELECT status, message FROM runs")
+        assert run["status"] == "cancelled" and run["message"].startswith("asked by the test"), run
+        [job] = lake_query(tmp_path, "SELECT batch_id, status FROM batch_jobs ORDER BY updated_at DESC LIMIT 1")
+        assert job["batch_id"] == "batch_0" and job["status"] not in ("cancelled", "cancelling", "stored"), job
+        assert state.jobs["batch_0"].status not in ("cancelled", "cancelling")  # left running at the provider
+        assert lake_query(tmp_path, "SELECT count(*) AS n FROM responses") == [{"n": 0}]
+
+        state.release("batch_0")
+        collected = sweep(str(cfg))
+    assert len(state.jobs) == 1 and collected["sent"] == 10  # batch_0 collected, nothing submitted again
+    assert sorted(state.paid) == sorted(set(state.paid)) and len(state.paid) == 10
+    assert one_response_per_ok_request(tmp_path) == 10

@@ -159,13 +159,19 @@ def test_worker_restarts_at_most_max_restarts_times():
         worker.stop()
 
 
+# The parent also starts a process that holds the worker's pipes open (the holder): when the parent
+# dies the worker then neither reads EOF nor fails to write its answer, whether it is still
+# generating (the model may end the long answer early) or idle again, so only its watch for being
+# re-parented can end it.
 WORKER_OF_A_PARENT = """
+import subprocess
 import sys
 from tasks.models import config as model_config
 from tasks.models import embedded
 w = embedded.worker("smollm2")
 w.generate([{"role": "user", "content": "Hi"}], {"max_tokens": 2})
-print(w.pid, flush=True)
+holder = subprocess.Popen(["sleep", "600"], pass_fds=[w._proc.stdin.fileno(), w._proc.stdout.fileno()])
+print(w.pid, holder.pid, flush=True)
 w.generate([{"role": "user", "content": "Count from one to a thousand in words."}], {"max_tokens": 4000})
 """
 
@@ -174,16 +180,24 @@ w.generate([{"role": "user", "content": "Count from one to a thousand in words."
 def test_worker_does_not_outlive_a_killed_parent():
     # The parent is killed while its worker is busy generating (not reading its stdin).
     parent = subprocess.Popen([sys.executable, "-c", WORKER_OF_A_PARENT], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    holder = None
     try:
-        child = int(parent.stdout.readline())
+        child, holder = (int(pid) for pid in parent.stdout.readline().split())
         assert alive(child)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 60
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        survived = alive(child)
+        if survived:  # a failure must not leave the worker running
+            os.kill(child, signal.SIGKILL)
+        assert not survived, "the worker outlived its parent"
     finally:
         parent.kill()
         parent.wait()
-    deadline = time.monotonic() + 60
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(child), "the worker outlived its parent"
+        if holder is not None:
+            os.kill(holder, signal.SIGKILL)
 
 
 def test_heartbeat_rows_and_final_state(tmp_path):

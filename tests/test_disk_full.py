@@ -70,7 +70,15 @@ def test_a_full_disk_fails_the_sweep_clearly_and_the_next_one_loses_nothing(smal
                                   "WHERE status = 'ok'") == [{"n": 200, "d": 200}]
 
 
-ROOM_BYTES = 120_000  # uploads the second sweep may make: its items and requests, not its 200 answers too
+# The store fills up when the second sweep uploads its first answers: it has been paid for calls whose
+# answers it cannot store (the point of the test). A fixed number of bytes (120 KB, from one run) did
+# this only by the width of a window: measured over 3 runs (2026-12-04, DuckDB 1.5.5), the second
+# sweep stored 108.3-108.8 KB (items 47.4, requests 47.4-48.0, claims 13.2-13.5) before its first
+# call and 135.2-135.8 KB by its last answer file (its answers are flushed in 2 files whose sizes
+# vary with timing: 6.9-15.6 KB first), so 120 KB missed the window by 11 KB at one end and 15 KB
+# at the other, and any change to the files' sizes or to when answers are flushed could move it.
+# Filling the store at the first upload to the responses table is the same point by definition.
+FULL_FROM = "/data/main/responses/"
 
 
 @pytest.mark.slow
@@ -85,13 +93,14 @@ def test_a_full_object_store_fails_the_sweep_clearly_and_the_next_one_pays_nothi
             return cfg
 
         assert sweep(bucket_config(100))[0] == 0  # 20 items
-        store.room = store.stored_bytes + ROOM_BYTES
+        store.full_from = FULL_FROM
         cfg = bucket_config(1000)  # 200 items
         code, err = sweep(cfg)
         assert code == 1 and store.refused, err[-3000:]
         assert err.split("error: ")[-1].startswith("run failed: a write found the object store full"), err[-3000:]
         assert len(state.seen) > 20  # it failed writing answers it had been paid for
         [refused] = set(re.findall(r"s3://\S+?\.parquet", err.split("error: ")[-1]))
+        assert FULL_FROM in refused  # (the failed upload is the one of its answers)
         lake = Lake.of(load_config(cfg), read_only=True)
         assert refused not in data_files(lake)  # the lake lists committed files only
 

@@ -200,11 +200,18 @@ def test_a_second_signal_stops_at_once_and_a_sigkill_leaves_no_server(tmp_path):
         wait_for_requests(proc, state, 5)
         started = children(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)  # the process alone, not its group: nothing can clean up
-        proc.communicate()
+        # wait(), not communicate(): a server that outlived the sweep holds its stdout and stderr
+        # open, and reading them to their end would hang until pytest's timeout, not fail here.
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
         deadline = time.monotonic() + 30
         while [p for p in started if alive(p)] and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert [p for p in started if alive(p)] == []  # the temporary server died with it
+        left = [p for p in started if alive(p)]
+        for pid in left:  # a failure must not leave the server running for the rest of the suite
+            os.kill(pid, signal.SIGKILL)
+        assert left == []  # the temporary server died with it
 
 
 def test_a_stop_before_the_run_begins_writes_nothing(tmp_path, monkeypatch):
