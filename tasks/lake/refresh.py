@@ -53,6 +53,10 @@ CHANGED_KEYS["score_history"] = CHANGED_KEYS["trial_scores"]  # a trial's score 
 # a unit is within a family and model; a question (item and sample) within a family
 CHANGED_KEYS["family_units"] = CHANGED_KEYS["family_trials"]
 CHANGED_KEYS["item_outcomes"] = f"SELECT DISTINCT family_id FROM ({CHANGED_KEYS['family_trials']})"
+# a run's requests, or the latest score or item of one of its trials (a trial may be in several runs)
+CHANGED_KEYS["run_bin_counts"] = f"""
+    SELECT run_id FROM changed_requests
+    UNION SELECT run_id FROM raw_requests WHERE trial_id IN ({CHANGED_KEYS['trial_scores']})"""
 
 # For each view, the relation its rows of a key are computed from (every row of that relation with
 # the key, and no other) and what that relation reads as it is: while a key's rows are recomputed,
@@ -64,6 +68,7 @@ SCOPES = {
     "family_trials": ("trial_scores", "lake_table('trial_scores')"),
     "family_units": ("family_trials", "lake_table('family_trials')"),
     "item_outcomes": ("family_trials", "lake_table('family_trials')"),
+    "run_bin_counts": ("run_requests", "raw_requests"),
 }
 
 # A full rebuild computes each view over slices of its keys (a hash of the key columns), about this
