@@ -1,9 +1,10 @@
 """The materialised views (issue #27): every mart read through the lake tables that `refresh` keeps
 up to date equals the same mart computed from the raw lake, on random lakes (seeded: several
-models, samples, parser and scorer versions, rescoring, reparsing, imports, overlapping runs, late
-answers, items stored after their scores), after each incremental refresh and after a full one; an
-interrupted refresh leaves the previous state and the next completes it; the views read the raw
-lake while a source changed since the last refresh; old lakes open and refresh to the same marts."""
+models, samples, parser and scorer versions, rescoring, reparsing, imports, overlapping runs, runs
+answered from the ledger, late answers, items stored after their scores), after each incremental
+refresh and after a full one; an interrupted refresh leaves the previous state and the next
+completes it; the views read the raw lake while a source changed since the last refresh; old lakes
+open and refresh to the same marts."""
 
 from __future__ import annotations
 
@@ -129,6 +130,14 @@ class RandomLake:
             self.b.rows["items"] = held
         self.b.flush()
 
+    def cached_sweep(self) -> None:
+        """A run whose trials were answered before (in the ledger): its requests, nothing else."""
+        self.runs += 1
+        for trial in self.rng.sample(list(self.trials.values()), min(len(self.trials), self.rng.randint(1, 6))):
+            self.b.answered(trial["item_id"], trial["model"], None, sample_idx=trial["sample"], run_id=f"run{self.runs}")
+            self.b.rows["responses"].pop()
+        self.b.flush()
+
     def rescore(self, parse_only: bool = False) -> None:
         """New parses (and scores) of a sample of stored answers, with a newer version."""
         answered = [t for t in self.trials.values() if t["ok"]]
@@ -149,9 +158,11 @@ class RandomLake:
 
     def event(self) -> None:
         """One of the things that happen to a lake, at random."""
-        kind = self.rng.choice(["sweep", "sweep", "import", "rescore", "reparse", "late"])
+        kind = self.rng.choice(["sweep", "sweep", "import", "cached", "rescore", "reparse", "late"])
         if kind == "sweep":
             self.sweep()
+        elif kind == "cached":
+            self.cached_sweep()
         elif kind == "import":
             self.sweep(model="imported")
         elif kind in ("rescore", "reparse"):

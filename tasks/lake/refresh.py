@@ -54,6 +54,10 @@ CHANGED_KEYS["score_history"] = CHANGED_KEYS["trial_scores"]  # a trial's score 
 # a unit is within a family and model; a question (item and sample) within a family
 CHANGED_KEYS["family_units"] = CHANGED_KEYS["family_trials"]
 CHANGED_KEYS["item_outcomes"] = f"SELECT DISTINCT family_id FROM ({CHANGED_KEYS['family_trials']})"
+# a run's requests, or the latest score or item of one of its trials (a trial may be in several runs)
+CHANGED_KEYS["run_bin_counts"] = f"""
+    SELECT run_id FROM changed_requests
+    UNION SELECT run_id FROM raw_requests WHERE trial_id IN ({CHANGED_KEYS['trial_scores']})"""
 # The source tables whose changes each view's keys come from (its ``changed_<table>`` relations).
 _CHANGED_READS = {name: frozenset(re.findall(r"\bchanged_(\w+)", sql)) for name, sql in CHANGED_KEYS.items()}
 
@@ -67,6 +71,7 @@ SCOPES = {
     "family_trials": ("trial_scores", "lake_table('trial_scores')"),
     "family_units": ("family_trials", "lake_table('family_trials')"),
     "item_outcomes": ("family_trials", "lake_table('family_trials')"),
+    "run_bin_counts": ("run_requests", "raw_requests"),
 }
 
 # A full rebuild computes each view over slices of its keys (a hash of the key columns), about this
