@@ -57,6 +57,15 @@ def test_replay_stores_the_answers_of_segments_no_live_writer_holds_once(tmp_pat
                       {"request_id": "b", "status": "error"}]
 
 
+def test_object_store_lakes_at_one_url_with_other_catalogs_keep_their_own_spools(tmp_path):
+    # Two lakes at one bucket path (two S3 endpoints, or a lake made again there): the answers a
+    # killed sweep of one received must not be replayed into the other, whose requests lack them.
+    url = "s3://bucket/lake"
+    first, second = (Lake(url, catalog=f"sqlite:{tmp_path / name}.sqlite") for name in ("a", "b"))
+    assert spool_dir(first) != spool_dir(second)
+    assert spool_dir(first) == spool_dir(Lake(url + "/", catalog=f"sqlite:{tmp_path / 'a'}.sqlite"))
+
+
 def test_a_segment_is_deleted_once_its_batch_is_in_the_lake(tmp_path):
     lake = Lake(str(tmp_path / "lake"))
     lake.ensure()

@@ -14,7 +14,7 @@ the segments no live process holds into the lake: the responses the lake lacks, 
 answered meanwhile left out, so that no request is answered twice.
 
 A local lake's spool is ``<lake>/spool/``; an object-store lake's is a folder of this machine's
-temporary directory named after the lake (a sweep on another machine cannot see it: its answers
+temporary directory named after the lake's URL and catalog (a sweep on another machine cannot see it: its answers
 are paid again there, as before).
 """
 
@@ -52,7 +52,11 @@ def spool_dir(lake: Lake) -> Path:
     """Where the lake's spool segments live on this machine (see the module's docstring)."""
     if not lake.is_url:
         return Path(lake.root) / "spool"
-    return Path(tempfile.gettempdir()) / "invarbench-spool" / hashlib.sha256(lake.root.encode()).hexdigest()[:16]
+    # Named after the URL and the catalog: an object-store lake is its catalog as much as its data
+    # path, and two lakes at one URL (two S3 endpoints, or a lake made again there with a new
+    # catalog) must not replay each other's answers (they would be responses without a request).
+    name = f"{lake.root}\n{lake.catalog}"
+    return Path(tempfile.gettempdir()) / "invarbench-spool" / hashlib.sha256(name.encode()).hexdigest()[:16]
 
 
 class Spool:
