@@ -107,6 +107,7 @@ def test_a_failed_job_is_sent_again_and_a_run_that_stops_waiting_ends_waiting(tm
     assert lake_query(tmp_path, "SELECT count(*) AS n FROM ledger WHERE status = 'ok'") == [{"n": 9}]
 
 
+@pytest.mark.slow  # two whole sweeps, the first waiting on its job's polls
 def test_a_stopped_sweep_leaves_its_job_to_the_provider_and_the_next_sweep_collects_it(tmp_path):
     """In-process: a stop while the sweep waits on a held job ends the run `cancelled` at once (no
     poll after the stop but one under way; with the wait's deadline 36 s off, a sweep that ignored
