@@ -89,13 +89,12 @@ def attach_file(catalog: Path) -> Path:
 
 
 def _catalog_is_current(catalog: Path, lake: Lake, con: duckdb.DuckDBPyConnection | None) -> bool:
+    own = contextlib.closing(connect(limits=lake.limits)) if con is None else contextlib.nullcontext(con)
     try:
-        if con is not None:
-            return _stored_stamp(con, catalog) == _catalog_stamp(lake, con)
-        with contextlib.closing(connect(str(catalog), lake.limits, read_only=True)) as own:
-            stored = own.execute(f"SELECT lake, sql_sha256 FROM {_CATALOG_TABLE}").fetchone()
-            lake.attach(own, read_only=True)
-            return stored == _catalog_stamp(lake, own)
+        with own as checked:
+            if con is None:
+                lake.attach(checked, read_only=True)
+            return _stored_stamp(checked, catalog) == _catalog_stamp(lake, checked)
     except duckdb.Error:  # unreadable here (see held_elsewhere), or built before the catalog recorded its lake
         return False
 

@@ -20,9 +20,8 @@ from tasks.strict_config import StrictConfig
 # a million responses fail with an out-of-memory error until they are materialised (issue #27).
 DEFAULT_MEMORY_LIMIT = "80%"
 # DuckDB's threads per database, a property of the machine rather than of the lake (as the embedded
-# models' INVARBENCH_EMBEDDED_THREADS): unset, DuckDB's own default, one per core. Fewer pay where other
-# work shares the cores and the data are small, as in the test suite (a property test of small lakes:
-# 62 CPU s on DuckDB's 2 threads, 45 on 1).
+# models' INVARBENCH_EMBEDDED_THREADS): unset, DuckDB's own default, one per core; when fewer pay:
+# docs/operations.md, "Memory and spilling".
 DUCKDB_THREADS_ENV = "INVARBENCH_DUCKDB_THREADS"
 _SHARE = re.compile(r"(\d+(?:\.\d+)?)\s*%")
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)", re.IGNORECASE)
