@@ -26,7 +26,7 @@ A missing required column is reported with the columns the file has.
 The aliases ``out``, ``pred`` and ``bins`` are the MLissard result files' names, so those files
 import as published. Two columns giving the same thing (``target`` and ``out``) are an error.
 
-Bins: ``lo-hi``, ``lo~hi`` (MLissard's ``13~18``), ``[lo, hi)``, ``[lo, hi]`` and a single ``n``
+Bins: ``lo-hi`` (also with an en or em dash, a minus sign or ``to``: ``1–5``, ``1 to 5``), ``lo~hi`` (MLissard's ``13~18``), ``[lo, hi)``, ``[lo, hi]`` and a single ``n``
 are accepted and stored as the project's label ``lo-hi`` (``n`` alone for a one-value bin), with
 ``bin_lo`` and ``bin_hi``; the import summary lists each spelling with its normalised label.
 ``key_entities`` must lie in its bin: ``lo <= n < hi`` for ``[lo, hi)``, ``lo <= n <= hi``
@@ -102,7 +102,9 @@ _INTEGER = re.compile(r"-?\d+")
 # A gold that is a number or an arithmetic expression: digits with operators, brackets, roots and
 # pi, LaTeX fractions and roots, commas only between groups of three digits (thousands).
 _NUMERIC = re.compile(r"(?:[\d\s.+\-*/^()\u221a\u03c0{}]|,(?=\d{3}(?!\d))|\\[dt]?frac|\\sqrt|\\pi|sqrt|pi)+")
-_BIN_RANGE = re.compile(r"(\d+)\s*[-~]\s*(\d+)")
+# lo-hi with a hyphen, MLissard's tilde, the typographic dashes and minus sign a word processor or a
+# paper puts there (1–5), or "to"
+_BIN_RANGE = re.compile(r"(\d+)\s*(?:[-~\u2012\u2013\u2014\u2212]|to)\s*(\d+)")
 _BIN_INTERVAL = re.compile(r"\[\s*(\d+)\s*,\s*(\d+)\s*([\])])")
 _BIN_SINGLE = re.compile(r"\d+")
 
@@ -285,7 +287,7 @@ def _bin(path: Path, r: Record) -> tuple[int, str, int, int]:
     parsed = parse_bin(label)
     if parsed is None:
         raise ImportRejected(f"{path}: {r.where}, column 'bin': {label!r} is not a bin label "
-                             "('lo-hi', 'lo~hi', '[lo, hi)', '[lo, hi]' or 'n')")
+                             "('lo-hi', 'lo–hi', 'lo to hi', 'lo~hi', '[lo, hi)', '[lo, hi]' or 'n')")
     lo, hi, half_open = parsed
     if hi < lo or (half_open and hi == lo):
         raise ImportRejected(f"{path}: {r.where}, column 'bin': {label!r} is an empty range")

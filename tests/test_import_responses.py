@@ -293,7 +293,8 @@ def test_item_identity_is_task_family_variant_and_prompt(tmp_path, config):
 @pytest.mark.slow  # a whole sweep, import, rescore or report end to end, or an outside tool (seconds of CPU)
 def test_common_bin_spellings_are_normalised_and_reported(tmp_path, config):
     spellings = {"13~18": ("13-18", 13, 18), "[18, 25)": ("18-25", 18, 25), "25-32": ("25-32", 25, 32),
-                 "[32, 40]": ("32-40", 32, 40), "7": ("7", 7, 7), " 40 ~ 48 ": ("40-48", 40, 48)}
+                 "[32, 40]": ("32-40", 32, 40), "7": ("7", 7, 7), " 40 ~ 48 ": ("40-48", 40, 48),
+                 "48–56": ("48-56", 48, 56), "56 — 64": ("56-64", 56, 64), "64 to 72": ("64-72", 64, 72)}
     rows = [{"prompt": f"q{i}", "target": "1", "prediction": "1", "bin": b} for i, b in enumerate(spellings)]
     result = invoke("import-responses", str(write_jsonl(tmp_path / "r.jsonl", rows)), "--model", "m",
                     "--config", str(config))
