@@ -72,7 +72,7 @@ def test_a_sweep_with_every_answer_stored_runs_without_prefect_and_stores_the_sa
 
     wh = tmp_path / "wh"
     runs = lake_query(wh, "SELECT run_id, coalesce(flow_run_id, '') AS flow_run_id, n_requests, n_sent, n_cached "
-                          "FROM runs WHERE status = 'completed' ORDER BY run_id")
+                          "FROM runs WHERE status = 'completed' ORDER BY started_at")  # run ids sort by the second only
     assert [(r["n_requests"], r["n_sent"], r["n_cached"]) for r in runs] == [(5, 5, 0), (5, 0, 5), (5, 0, 5)]
     assert runs[0]["flow_run_id"] != "" and runs[1]["flow_run_id"] == "" and runs[2]["flow_run_id"] != ""
     without, within = runs[1]["run_id"], runs[2]["run_id"]
