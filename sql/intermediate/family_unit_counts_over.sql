@@ -12,7 +12,10 @@
 -- family may in principle recur across tasks, so the pooled count is not a sum of the others).
 CREATE OR REPLACE MACRO family_unit_counts_over(variant_list := NULL, for_run := NULL) AS TABLE
 WITH units AS MATERIALIZED (
-    SELECT * FROM family_units_over(variant_list := variant_list, for_run := for_run)
+    -- only what is counted: the answers and the unit's own fields would be copied for nothing
+    SELECT model, suite, task, category, prompt_style, k, variants, family_id, complete, pattern, invariant,
+           consistent, n_scored, n_correct, n_wrong, n_unparsable, n_truncated, n_error
+    FROM family_units_over(variant_list := variant_list, for_run := for_run)
 ),
 families AS (
     SELECT model, suite, task, category, prompt_style,
@@ -30,11 +33,10 @@ kinds AS (
     SELECT model, suite, task, category, prompt_style, k, variants, complete, pattern, invariant, consistent,
            n_error > 0 AS with_error, n_unparsable > 0 AS with_unparsable, n_truncated > 0 AS with_truncated,
            count(*) AS n_units,
-           CAST(sum(n_scored) AS BIGINT) AS n_scored, CAST(sum(n_correct) AS BIGINT) AS n_correct,
-           CAST(sum(n_wrong) AS BIGINT) AS n_wrong, CAST(sum(n_unparsable) AS BIGINT) AS n_unparsable,
-           CAST(sum(n_truncated) AS BIGINT) AS n_truncated, CAST(sum(n_error) AS BIGINT) AS n_error
+           unnest(summed_status_counts(n_scored, n_correct, n_wrong, n_unparsable, n_truncated, n_error))
     FROM units
-    GROUP BY ALL
+    GROUP BY model, suite, task, category, prompt_style, k, variants, complete, pattern, invariant, consistent,
+             with_error, with_unparsable, with_truncated
 )
 SELECT kinds.*, families.n_families, pooled.n_families_pooled
 FROM kinds
