@@ -31,9 +31,12 @@ from tasks.lake.views import query
 MARTS = sorted(name for path in (SQL_DIR / "marts").glob("*.sql") for name in sql_defines(path)
                if "CREATE OR REPLACE VIEW" in path.read_text(encoding="utf-8"))
 # What the marts read between the materialised views and themselves, with arguments the marts do
-# not pass: a variant list or a run is computed from family_trials, not read from family_units.
+# not pass: a variant list or a run is computed from family_trials, not read from family_units or
+# family_unit_counts.
 BETWEEN = ["paired_outcomes", "family_units_over()", "family_units_over(variant_list := ['begin', 'end'])",
-           "family_units_over(for_run := 'run2')", "invariance_over(variant_list := ['coord', 'euclid'])"]
+           "family_units_over(for_run := 'run2')", "invariance_over(variant_list := ['coord', 'euclid'])",
+           "family_unit_counts_of(for_run := 'run2')", "invariance_over(for_run := 'run2', pool_tasks := true)",
+           "flip_patterns_over(variant_list := ['end', 'begin'], pool_tasks := true)"]
 FAMILIES = [("symmetry", "identity", ["end", "begin", "middle"], "integer"),
             ("geometry", "length", ["euclid", "coord", "vector"], "math")]
 
@@ -190,7 +193,7 @@ def test_every_mart_through_the_materialised_views_equals_the_mart_from_the_raw_
         assert refresh(made.b.lake, full=True)["full"]
         assert_materialised_equals_raw(made.b.lake, opened)
         # a full rebuild in slices of keys (as a large lake's) gives the same rows
-        monkeypatch.setattr(refresh_module, "ROWS_PER_SLICE", 3)
+        monkeypatch.setattr(refresh_module, "ROWS_PER_SLICE", 1)
         done = refresh(made.b.lake, full=True)
         assert min(done["slices"].values()) > 1
         assert_materialised_equals_raw(made.b.lake, opened)

@@ -19,7 +19,14 @@ from conftest import write_config
 from flows.cli import app
 from lake_fixtures import LakeBuilder, status_of
 from tasks.config import load_config
-from tasks.report.data import SNAPSHOT, load, snapshot_intermediates
+from tasks.lake.refresh import refresh
+from tasks.report.data import (
+    DERIVED_FROM,
+    QUERIES,
+    SNAPSHOT,
+    load,
+    snapshot_intermediates,
+)
 from tasks.report.html import build_report
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -136,6 +143,23 @@ def test_report_frames_read_one_snapshot_with_the_views_results(tmp_path):
         assert con.execute("SELECT sum(n_scored) FROM outcomes_by_task").fetchone()[0] == before + 1
     finally:
         con.close()
+
+
+
+def test_report_on_a_refreshed_lake_copies_the_counts_not_what_they_are_derived_from(tmp_path):
+    lake = rich_lake(tmp_path)
+    refresh(lake.lake)  # the materialised tables current: the family and paired marts read the stored counts
+    con, plain = lake.lake.connect(), lake.lake.connect()
+    try:
+        frames = load(con, 0.6)
+        for name, view in (("flips", "flip_patterns"), ("invariance", "invariance"), ("mcnemar", "mcnemar_pairs"),
+                           ("model_pairs", "model_pairs")):
+            assert _rows(frames[name]) == _rows(plain.sql(f"SELECT * FROM ({QUERIES[name]})").pl()), name
+        temporary = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+        assert temporary == set(SNAPSHOT) - DERIVED_FROM
+    finally:
+        con.close()
+        plain.close()
 
 
 @pytest.mark.slow  # a real browser

@@ -16,7 +16,8 @@ def refresh(config: Optional[Path] = ConfigOpt,
             full: bool = typer.Option(False, "--full", help="rebuild every materialised table from the raw "
                                       "lake instead of taking in only what changed since the last refresh")) -> None:
     """Bring the materialised views (`latest_parses`, `trial_scores`, `score_history`, `family_trials`,
-    `family_units`, `item_outcomes`, `run_bin_counts`) up to date with what every sweep, rescore and import wrote since the last refresh; each of those runs
+    `family_units`, `item_outcomes`, `family_unit_counts`, `unit_outcome_counts`, `question_outcome_counts`,
+    `run_bin_counts`) up to date with what every sweep, rescore and import wrote since the last refresh; each of those runs
     ends with one, so this is for a run that ended early, or after `--full` is needed.
 
     One DuckLake transaction: an interrupted refresh leaves the previous state, and the next

@@ -1,5 +1,5 @@
 -- paired_outcomes: one row per pair of sides of a comparison and pair of outcomes, with how many answer pairs had them.
--- depends_on: family_units, item_outcomes
+-- depends_on: unit_outcome_counts, question_outcome_counts
 
 -- Paired outcomes for McNemar tests: the number n of answers to the same question on either side
 -- with each pair of outcomes (status_a, status_b, correct_a, correct_b). Comparison 'variants'
@@ -9,21 +9,12 @@
 -- models). Every pair of sides present in a group is listed, and an answer with no partner on the
 -- other side (the unit lacks that variant, or the other model never answered that item) is kept
 -- with the missing side NULL, so paired_tests can count it as unpaired instead of losing it.
--- Units and questions with the same outcomes are counted together before they are paired: the
--- pairs are then a few thousand rows, not one per answer.
+-- Units and questions with the same outcomes are counted together before they are paired
+-- (unit_outcome_counts, question_outcome_counts, both stored): the pairs are then a few thousand
+-- rows, not one per answer.
 CREATE OR REPLACE VIEW paired_outcomes AS
-WITH unit_outcomes AS (
-    SELECT model, suite, task, category, prompt_style, variants AS sides, statuses, corrects, count(*) AS n
-    FROM family_units
-    GROUP BY ALL
-),
-question_outcomes AS (
-    SELECT suite, task, category, prompt_style, models AS sides, statuses, corrects, count(*) AS n
-    FROM item_outcomes
-    GROUP BY ALL
-),
-variant_sides AS (
-    SELECT DISTINCT model, suite, task, category, prompt_style, unnest(sides) AS variant FROM unit_outcomes
+WITH variant_sides AS (
+    SELECT DISTINCT model, suite, task, category, prompt_style, unnest(sides) AS variant FROM unit_outcome_counts
 ),
 variant_pairs AS (
     SELECT a.model, a.suite, a.task, a.category, a.prompt_style, a.variant AS side_a, b.variant AS side_b
@@ -32,7 +23,7 @@ variant_pairs AS (
     WHERE (variant_rank(a.variant), a.variant) < (variant_rank(b.variant), b.variant)
 ),
 model_sides AS (
-    SELECT DISTINCT suite, task, category, prompt_style, unnest(sides) AS model FROM question_outcomes
+    SELECT DISTINCT suite, task, category, prompt_style, unnest(sides) AS model FROM question_outcome_counts
 ),
 model_side_pairs AS (
     SELECT a.suite, a.task, a.category, a.prompt_style, a.model AS side_a, b.model AS side_b
@@ -44,12 +35,12 @@ sided AS (
     SELECT 'variants' AS comparison, p.*, o.statuses, o.corrects, o.n,
            list_position(o.sides, p.side_a) AS at_a, list_position(o.sides, p.side_b) AS at_b
     FROM variant_pairs p
-    JOIN unit_outcomes o USING (model, suite, task, category, prompt_style)
+    JOIN unit_outcome_counts o USING (model, suite, task, category, prompt_style)
     UNION ALL
     SELECT 'models', NULL, p.*, o.statuses, o.corrects, o.n,
            list_position(o.sides, p.side_a), list_position(o.sides, p.side_b)
     FROM model_side_pairs p
-    JOIN question_outcomes o USING (suite, task, category, prompt_style)
+    JOIN question_outcome_counts o USING (suite, task, category, prompt_style)
 )
 SELECT comparison, model, suite, task, category, prompt_style, side_a, side_b,
        statuses[at_a] AS status_a, statuses[at_b] AS status_b, corrects[at_a] AS correct_a, corrects[at_b] AS correct_b,

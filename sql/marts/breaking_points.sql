@@ -11,11 +11,9 @@ CREATE OR REPLACE MACRO breaking_points(threshold := 0.5) AS TABLE
 WITH per_task AS (
     SELECT model, suite, task, variant, prompt_style,
            count(*) AS n_bins,
-           CAST(sum(n_scored) AS BIGINT) AS n_scored, CAST(sum(n_correct) AS BIGINT) AS n_correct,
-           CAST(sum(n_wrong) AS BIGINT) AS n_wrong, CAST(sum(n_unparsable) AS BIGINT) AS n_unparsable,
-           CAST(sum(n_truncated) AS BIGINT) AS n_truncated, CAST(sum(n_error) AS BIGINT) AS n_error
+           unnest(summed_status_counts(n_scored, n_correct, n_wrong, n_unparsable, n_truncated, n_error))
     FROM accuracy_by_bin
-    GROUP BY ALL
+    GROUP BY model, suite, task, variant, prompt_style
 ),
 first_break AS (
     SELECT model, suite, task, variant, prompt_style, bin, bin_lo, accuracy, n_scored

@@ -1,8 +1,8 @@
 -- flip_patterns_over(...): one row per model, suite, task, category, prompt style, variant set and pattern.
--- depends_on: family_units_over
+-- depends_on: family_unit_counts_of
 
--- Flip patterns over an ordered variant set (family_units_over; geometry: euclid, coord, vector
--- gives CCC ... WWW): per group, the number and share of complete units with each pattern
+-- Flip patterns over an ordered variant set (the family units counted by kind,
+-- family_unit_counts_of; geometry: euclid, coord, vector gives CCC ... WWW): per group, the number and share of complete units with each pattern
 -- (C correct, W not correct), n_with_unparsable of them with an unparsable answer and n_with_truncated
 -- with a truncated one (cut at the token limit before an answer). For k <= 4
 -- every pattern is listed, absent ones with n = 0. Ordered by the number of W, then pattern.
@@ -11,20 +11,21 @@ WITH units AS (
     SELECT * REPLACE (
         CASE WHEN pool_tasks THEN '(all)' ELSE task END AS task,
         CASE WHEN pool_tasks THEN '(all)' ELSE category END AS category)
-    FROM family_units_over(variant_list := variant_list, for_run := for_run)
+    FROM family_unit_counts_of(variant_list := variant_list, for_run := for_run)
 ),
 groups AS (
     SELECT model, suite, task, category, prompt_style, k, variants,
-           count(*) FILTER (WHERE complete) AS n_complete,
-           count(*) FILTER (WHERE NOT complete) AS n_excluded,
+           CAST(coalesce(sum(n_units) FILTER (WHERE complete), 0) AS BIGINT) AS n_complete,
+           CAST(coalesce(sum(n_units) FILTER (WHERE NOT complete), 0) AS BIGINT) AS n_excluded,
            CAST(sum(n_error) AS BIGINT) AS n_error
     FROM units
     GROUP BY ALL
 ),
 observed AS (
     SELECT model, suite, task, category, prompt_style, variants, pattern,
-           count(*) AS n, count(*) FILTER (WHERE n_unparsable > 0) AS n_with_unparsable,
-           count(*) FILTER (WHERE n_truncated > 0) AS n_with_truncated
+           CAST(sum(n_units) AS BIGINT) AS n,
+           CAST(coalesce(sum(n_units) FILTER (WHERE with_unparsable), 0) AS BIGINT) AS n_with_unparsable,
+           CAST(coalesce(sum(n_units) FILTER (WHERE with_truncated), 0) AS BIGINT) AS n_with_truncated
     FROM units
     WHERE complete
     GROUP BY ALL

@@ -54,6 +54,12 @@ CHANGED_KEYS["score_history"] = CHANGED_KEYS["trial_scores"]  # a trial's score 
 # a unit is within a family and model; a question (item and sample) within a family
 CHANGED_KEYS["family_units"] = CHANGED_KEYS["family_trials"]
 CHANGED_KEYS["item_outcomes"] = f"SELECT DISTINCT family_id FROM ({CHANGED_KEYS['family_trials']})"
+# the groups counted whole: every (model, suite, prompt style), or (suite, prompt style), of a changed family's items
+CHANGED_KEYS["family_unit_counts"] = f"""
+    SELECT DISTINCT k.model, i.suite, i.prompt_style
+    FROM ({CHANGED_KEYS['family_trials']}) k JOIN raw_items i USING (family_id)"""
+CHANGED_KEYS["unit_outcome_counts"] = CHANGED_KEYS["family_unit_counts"]
+CHANGED_KEYS["question_outcome_counts"] = f"SELECT DISTINCT suite, prompt_style FROM ({CHANGED_KEYS['family_unit_counts']})"
 # a run's requests, or the latest score or item of one of its trials (a trial may be in several runs)
 CHANGED_KEYS["run_bin_counts"] = f"""
     SELECT run_id FROM changed_requests
@@ -71,6 +77,9 @@ SCOPES = {
     "family_trials": ("trial_scores", "lake_table('trial_scores')"),
     "family_units": ("family_trials", "lake_table('family_trials')"),
     "item_outcomes": ("family_trials", "lake_table('family_trials')"),
+    "family_unit_counts": ("family_units", "lake_table('family_units')"),
+    "unit_outcome_counts": ("family_units", "lake_table('family_units')"),
+    "question_outcome_counts": ("item_outcomes", "lake_table('item_outcomes')"),
     "run_bin_counts": ("run_requests", "raw_requests"),
 }
 

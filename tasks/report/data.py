@@ -8,9 +8,11 @@ from typing import Any
 
 import polars as pl
 
+from tasks.lake.materialised import is_current
+
 # The marts the report reads share intermediate views, and DuckDB derives a view again in every
 # query that reads it: trial_scores sits under every metric, family_trials under the flip
-# patterns, invariance and McNemar tests (through family_units and item_outcomes, which a
+# patterns, invariance and McNemar tests (through the counts of family units and questions, which a
 # materialised lake reads from its tables: taken here too, so that they show the same state as
 # the rest), paired_tests under both McNemar tables. At a million
 # scored responses that repetition was most of the report's time (bench/PROFILE.md). So the
@@ -19,16 +21,24 @@ import polars as pl
 # every view above reads the snapshot. The definitions stay the views' own, and every table of
 # one report sees the same state of the lake even while a sweep writes. The connection is the
 # report's alone and is closed after load().
-SNAPSHOT = ("items", "trial_scores", "family_trials", "family_units", "item_outcomes", "paired_tests")
+SNAPSHOT = ("items", "trial_scores", "family_trials", "family_units", "item_outcomes", "family_unit_counts",
+            "unit_outcome_counts", "question_outcome_counts", "paired_tests")
+# What only the stored counts of units and questions are derived from: while the lake's materialised
+# tables are current no query of the report reads them (the family and paired marts read the counts),
+# and copying them would cost more than the report (16,000,000 rows at 10,000,000 responses).
+DERIVED_FROM = frozenset({"family_trials", "family_units", "item_outcomes"})
 
 
 def snapshot_intermediates(con) -> None:
     """Materialise the shared views of :data:`SNAPSHOT` on ``con`` as same-named temporary tables
-    (taken afresh when called again)."""
+    (taken afresh when called again); those of :data:`DERIVED_FROM` only when the lake's
+    materialised tables are not current, when the counts are derived from them."""
     for name in SNAPSHOT:  # an earlier snapshot would otherwise feed the new one
         con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+    current = is_current(con)
     for name in SNAPSHOT:
-        con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM main.{name}")
+        if not (current and name in DERIVED_FROM):
+            con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM main.{name}")
 
 
 def _frame(con, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
