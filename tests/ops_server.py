@@ -6,7 +6,7 @@ asks for the ``ops`` fixture. It is not the session's temporary server (tests/co
 one is the full server of ``make server``, with its background services, and holds the
 deployments, the work pool and the limits of ``make deploy``. Those tests all live in
 tests/test_ops.py and the fixture is scoped to that module: started once there, because the
-start-up (server, ``python -m flows.deploy`` as ``make deploy`` runs it, workers, the S3 server whose
+start-up (server, ``make deploy SERVER=...`` as the README writes it, workers, the S3 server whose
 bucket the workers share) takes 20-30 s, and stopped when the module ends, because the idle stack
 (workers polling each second, the server's services) burns about 7 s of CPU a minute, which the
 rest of the session would pay on the worker that ran it. Every process started here is stopped by
@@ -14,6 +14,7 @@ its process group id. Registered as a plugin by tests/conftest.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -34,6 +35,28 @@ from flows.cli.prefect_server import die_with_parent
 TIMEZONE = "Europe/Berlin"
 
 
+# Relative to the checkout when inside it, as a user's `make` sees it: make cannot name a target
+# whose path has a space, and the checkout's own path may have one.
+VENV = Path(sys.prefix).relative_to(REPO) if Path(sys.prefix).is_relative_to(REPO) else Path(sys.prefix)
+
+
+def make(*args: str) -> list[str]:
+    """``make`` in this checkout with this interpreter's environment, never reinstalling it.
+
+    ``-o`` the install stamp: the targets depend on ``install``, whose stamp may be older than a
+    freshly edited Makefile; the environment running the tests is the one to use as it is.
+    """
+    return ["make", "--no-print-directory", "-C", str(REPO), "-o", str(VENV / ".installed"), f"VENV={VENV}", *args]
+
+
+def make_env(folder: Path) -> dict[str, str]:
+    """This process's environment for ``make`` with ``SERVER=`` on its command line, as a user's
+    shell: no PREFECT_API_* (the server must come from the command line), a PREFECT_HOME of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(folder / "prefect-home"), DO_NOT_TRACK="1")
+    return env
+
+
 @dataclass
 class Ops:
     """The session's server, the log files of its two workers, and the bucket they share."""
@@ -42,6 +65,7 @@ class Ops:
     workers: list[Path]
     home: Path
     s3: s3_server.S3Server
+    config: Path  # the configuration file the deployments were made with
 
     def settings(self):
         """Point this process at the server (the session's test harness is another one)."""
@@ -101,14 +125,15 @@ def ops(tmp_path_factory):
         cfg = fake_model_config(base, "http://127.0.0.1:9/v1", model_extra={"concurrency": 3})
         with cfg.open("a") as f:
             f.write(f'\n[prefect]\ntimezone = "{TIMEZONE}"\n')
-        deployed = subprocess.run([sys.executable, "-m", "flows.deploy", "--config", str(cfg)], cwd=REPO, env=env,
+        # `make deploy` as the README writes it for several machines (tests/test_ops.py checks it)
+        deployed = subprocess.run(make("deploy", f"SERVER={api}", f"CONFIG={cfg}"), env=make_env(base),
                                   capture_output=True, text=True, timeout=300)
         assert deployed.returncode == 0, deployed.stdout + deployed.stderr
         workers = [home / f"worker-{i}.log" for i in range(2)]
         for i in range(2):
             start(f"worker-{i}", "worker", "start", "--pool", "invarbench", "--type", "process", "--limit", "2",
                   "--name", f"worker-{i}")
-        yield Ops(api=api, workers=workers, home=home, s3=s3)
+        yield Ops(api=api, workers=workers, home=home, s3=s3, config=cfg)
     finally:
         for proc in reversed(procs):
             stop(proc)
