@@ -70,9 +70,10 @@ sweep: install
 # Both test targets run on TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: in this process, one
 # test at a time). More workers than cores pay off: many tests wait on a server, a model or a
 # process rather than compute. --dist loadfile hands each worker a whole test file at a time, so a
-# module's fixtures (a swept warehouse, the S3 server, a report) are built once; the session's
-# servers (the Prefect test server, PostgreSQL, the Prefect server with workers of `ops`) start on
-# each worker that needs them, each on its own free port and folder.
+# module's fixtures (a swept warehouse, the S3 server, a report) are built once. The session's
+# temporary Prefect server starts once, in the pytest process that hands out the files, and serves
+# every worker; PostgreSQL and the Prefect server with workers of `ops` start on the worker that
+# needs them; each on its own free port and folder.
 TEST_WORKERS ?= 3
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 

@@ -1,12 +1,14 @@
-"""Shared fixtures: a real (temporary) Prefect API for the session, configuration files, fake providers."""
+"""Shared fixtures: one real (temporary) Prefect API for the whole session, configuration files, fake providers."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 
 apply_defaults()  # the suite is an entry point: offline defaults before Prefect or litellm load
 
-# Tests bring their own Prefect API (the session harness, or servers they start); an exported
+# Tests bring their own Prefect API (the session's server, or servers they start); an exported
 # PREFECT_API_URL would point in-process sweeps at someone else's server and its limits.
 os.environ.pop("PREFECT_API_URL", None)
 
@@ -45,22 +47,88 @@ TEST_CLAIM_SETTLE_S = 0.1
 
 # The Prefect profile that points a separate process at the session's server (session_api_env).
 _SESSION_PROFILES: list[Path] = []
+# Where the pytest process that hands out the tests keeps the session's Prefect server.
+_SESSION_SERVER = pytest.StashKey["prefect_servers.Server"]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Start the session's Prefect server, once for the whole session: in the pytest process that
+    hands out the tests (with pytest-xdist, the controller; without it, the only one), not in each
+    worker. Not waited for here: it boots while the workers start and collect (``prefect_api``)."""
+    if hasattr(config, "workerinput") or config.option.collectonly or config.option.help:
+        return
+    import prefect_servers
+
+    config.stash[_SESSION_SERVER] = prefect_servers.temporary_server(Path(tempfile.mkdtemp(prefix="prefect-session-")))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """Hand each pytest-xdist worker the session server's address and log (it inherits nothing else)."""
+    server = node.config.stash.get(_SESSION_SERVER, None)
+    if server is not None:
+        node.workerinput["prefect_api"], node.workerinput["prefect_log"] = server.api, str(server.log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the session's Prefect server (after every worker has ended) and remove its folder."""
+    server = config.stash.get(_SESSION_SERVER, None)
+    if server is not None:
+        import prefect_servers
+
+        prefect_servers.stop(server.proc)
+        shutil.rmtree(server.log.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def prefect_api(tmp_path_factory):
-    """A real temporary Prefect server for the whole session (its own database, not ~/.prefect),
-    for in-process flows and, through a profile, for the CLI processes the tests start."""
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_api(request, tmp_path_factory):
+    """The session's real temporary Prefect server (its own database, not ~/.prefect; one for every
+    worker: ``pytest_configure``), for in-process flows and, through a profile, for the CLI
+    processes the tests start. Waits until it is up (the first tests of each worker)."""
+    import prefect.context
+    import prefect_servers
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with prefect_test_harness(server_startup_timeout=120):
+    if hasattr(request.config, "workerinput"):
+        api, log = request.config.workerinput["prefect_api"], Path(request.config.workerinput["prefect_log"])
+        prefect_servers.wait_up(api, log)
+    else:
+        server = request.config.stash[_SESSION_SERVER]
+        api, log = server.api, server.log
+        prefect_servers.wait_up(api, log, server.proc)
+    # As prefect_test_harness points a process at its server: the settings, and the same settings
+    # as the process-wide context, for threads whose context was copied before this.
+    with temporary_settings(updates={PREFECT_API_URL: api}), \
+            prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
         profiles = tmp_path_factory.mktemp("prefect") / "profiles.toml"
-        profiles.write_text(f'active = "session"\n[profiles.session]\nPREFECT_API_URL = "{PREFECT_API_URL.value()}"\n',
-                            encoding="utf-8")
+        profiles.write_text(f'active = "session"\n[profiles.session]\nPREFECT_API_URL = "{api}"\n', encoding="utf-8")
         _SESSION_PROFILES.append(profiles)
         yield
         _SESSION_PROFILES.clear()
+        _drain_prefect_workers()
+
+
+def _drain_prefect_workers() -> None:
+    """Send the logs and events this process still holds before the server stops (as
+    prefect_test_harness does), so that none is sent to a server that is gone."""
+    import inspect
+
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def drain() -> None:
+        try:
+            result = APILogWorker.instance().drain()
+            if inspect.isawaitable(result):
+                await result
+        except RuntimeError:  # never started
+            pass
+        result = EventsWorker.drain_all()
+        if inspect.isawaitable(result):
+            await result
+
+    run_coro_as_sync(drain())
 
 
 def toml_value(value) -> str:

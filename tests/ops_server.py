@@ -1,62 +1,60 @@
 """A real Prefect server, the deployments of deploy/prefect.yaml and two process workers, for tests/test_ops.py.
 
-One server (``prefect server start`` on a free loopback port, its own PREFECT_HOME) and two
-process workers on the ``invarbench`` pool serve every test that asks for the ``ops`` fixture.
-Those tests all live in tests/test_ops.py and the fixture is scoped to that module: started once
-there, because the start-up (server, ``python -m flows.deploy`` as ``make deploy`` runs it,
-workers, the S3 server whose bucket the workers share) takes 20-30 s, and stopped when the module
-ends, because the idle stack (workers polling each second, the server's services) burns about
-7 s of CPU a minute, which the rest of the session would pay on the worker that ran it. Every
-process started here is stopped by its process group id. Registered as a plugin by tests/conftest.py."""
+One server (``prefect server start`` on a free loopback port, its own PREFECT_HOME:
+tests/prefect_servers.py) and two process workers on the ``invarbench`` pool serve every test that
+asks for the ``ops`` fixture. It is not the session's temporary server (tests/conftest.py): this
+one is the full server of ``make server``, with its background services, and holds the
+deployments, the work pool and the limits of ``make deploy``. Those tests all live in
+tests/test_ops.py and the fixture is scoped to that module: started once there, because the
+start-up (server, ``make deploy SERVER=...`` as the README writes it, workers, the S3 server whose
+bucket the workers share) takes 20-30 s, and stopped when the module ends, because the idle stack
+(workers polling each second, the server's services) burns about 7 s of CPU a minute, which the
+rest of the session would pay on the worker that ran it. Every process started here is stopped by
+its process group id. Registered as a plugin by tests/conftest.py."""
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
+import s3_server
+from conftest import REPO, fake_model_config
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
 from prefect.settings import PREFECT_API_URL, temporary_settings
-
-import s3_server
-from conftest import REPO, fake_model_config
-from flows.cli.prefect_server import die_with_parent
+from prefect_servers import PREFECT, full_server, home_settings, stop, wait_up
 from s3_server import free_port
 
-PREFECT = str(Path(sys.executable).parent / "prefect")
+from flows.cli.prefect_server import die_with_parent
+
 # The schedule's timezone in the deployments registered here (tests/test_ops.py checks it).
 TIMEZONE = "Europe/Berlin"
 
 
-def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
-    """Stop a process started here with its own session and every process of that session (its
-    flow-run subprocesses; for `make worker`, the Prefect worker under make, which outlives make by
-    seconds on SIGTERM and, left running, took the next test's units without its credentials):
-    SIGTERM, then SIGKILL to whatever of the group is still there after ``timeout`` seconds."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while _group_alive(proc.pid) and time.monotonic() < deadline:
-        proc.poll()  # reap the leader, which would otherwise keep the group alive as a zombie
-        time.sleep(0.2)
-    if _group_alive(proc.pid):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+# Relative to the checkout when inside it, as a user's `make` sees it: make cannot name a target
+# whose path has a space, and the checkout's own path may have one.
+VENV = Path(sys.prefix).relative_to(REPO) if Path(sys.prefix).is_relative_to(REPO) else Path(sys.prefix)
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
+def make(*args: str) -> list[str]:
+    """``make`` in this checkout with this interpreter's environment, never reinstalling it.
+
+    ``-o`` the install stamp: the targets depend on ``install``, whose stamp may be older than a
+    freshly edited Makefile; the environment running the tests is the one to use as it is.
+    """
+    return ["make", "--no-print-directory", "-C", str(REPO), "-o", str(VENV / ".installed"), f"VENV={VENV}", *args]
+
+
+def make_env(folder: Path) -> dict[str, str]:
+    """This process's environment for ``make`` with ``SERVER=`` on its command line, as a user's
+    shell: no PREFECT_API_* (the server must come from the command line), a PREFECT_HOME of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(folder / "prefect-home"), DO_NOT_TRACK="1")
+    return env
 
 
 @dataclass
@@ -67,6 +65,7 @@ class Ops:
     workers: list[Path]
     home: Path
     s3: s3_server.S3Server
+    config: Path  # the configuration file the deployments were made with
 
     def settings(self):
         """Point this process at the server (the session's test harness is another one)."""
@@ -99,9 +98,8 @@ def ops(tmp_path_factory):
     home = tmp_path_factory.mktemp("prefect-home")
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = {**s3.env(), "PREFECT_HOME": str(home), "PREFECT_API_URL": api, "DO_NOT_TRACK": "1",
-           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
-           "PREFECT_WORKER_QUERY_SECONDS": "1", "INVARBENCH_HOME": str(REPO),
+    env = {**s3.env(), **home_settings(home), "PREFECT_API_URL": api, "PREFECT_WORKER_QUERY_SECONDS": "1",
+           "INVARBENCH_HOME": str(REPO),
            # Worker logs are read while the workers run (which flow runs each submitted): INFO
            # level whatever an earlier in-process CLI call set, and no block buffering.
            "PREFECT_LOGGING_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"}
@@ -119,29 +117,23 @@ def ops(tmp_path_factory):
         return proc
 
     try:
-        server = start("server", "server", "start", "--host", "127.0.0.1", "--port", str(port))
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, logs[0].read_text()
-            time.sleep(0.5)
+        server = full_server(home, port, env)
+        procs.append(server.proc)
+        wait_up(api, server.log, server.proc)
 
         base = tmp_path_factory.mktemp("deploy")
         cfg = fake_model_config(base, "http://127.0.0.1:9/v1", model_extra={"concurrency": 3})
         with cfg.open("a") as f:
             f.write(f'\n[prefect]\ntimezone = "{TIMEZONE}"\n')
-        deployed = subprocess.run([sys.executable, "-m", "flows.deploy", "--config", str(cfg)], cwd=REPO, env=env,
+        # `make deploy` as the README writes it for several machines (tests/test_ops.py checks it)
+        deployed = subprocess.run(make("deploy", f"SERVER={api}", f"CONFIG={cfg}"), env=make_env(base),
                                   capture_output=True, text=True, timeout=300)
         assert deployed.returncode == 0, deployed.stdout + deployed.stderr
         workers = [home / f"worker-{i}.log" for i in range(2)]
         for i in range(2):
             start(f"worker-{i}", "worker", "start", "--pool", "invarbench", "--type", "process", "--limit", "2",
                   "--name", f"worker-{i}")
-        yield Ops(api=api, workers=workers, home=home, s3=s3)
+        yield Ops(api=api, workers=workers, home=home, s3=s3, config=cfg)
     finally:
         for proc in reversed(procs):
             stop(proc)

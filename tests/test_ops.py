@@ -1,31 +1,35 @@
 """Operations against a real Prefect server: deployments, workers, shared limits.
 
-The server, two process workers on the ``invarbench`` pool and the deployments that
-``python -m flows.deploy`` (what ``make deploy`` runs) registers are the ``ops`` fixture
-(tests/ops_server.py), started once for this module, which holds every test that needs it: also a
-dispatched sweep cancelled through the API (stopping, with test_stopping.py's helpers) and one on
-a PostgreSQL catalog beside a sweep here. The fake OpenAI-compatible server (tests/fakes.py)
-stands in for a paid API.
+The server, two process workers on the ``invarbench`` pool and the deployments that ``make
+deploy SERVER=...`` registers are the ``ops`` fixture (tests/ops_server.py), started once for this
+module, which holds every test that needs it: also a dispatched sweep cancelled through the API
+(stopping, with test_stopping.py's helpers) and one on a PostgreSQL catalog beside a sweep here.
+Each dispatched sweep costs a flow-run process for the sweep and one per unit (8-12 CPU s of
+imports each), so each scenario is one dispatched sweep that shows all it can. The fake
+OpenAI-compatible server (tests/fakes.py) stands in for a paid API.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import fake_model_config, run_cli
+from fakes import FakeProvider, FakeServer
+from ops_server import TIMEZONE, Ops, child_runs, make, make_env, worker_logs
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 from prefect.states import Cancelling
+from prefect_servers import stop
+from test_stopping import (
+    N_ITEMS,
+    WAIT_S,
+    assert_cancelled_with_every_sent_request_answered,
+)
 
-from conftest import REPO, fake_model_config, run_cli
-from fakes import FakeProvider, FakeServer
-from ops_server import TIMEZONE, Ops, child_runs, stop, worker_logs
-from test_stopping import N_ITEMS, WAIT_S, assert_cancelled_with_every_sent_request_answered
 from flows.sweep import sweep
 from tasks.config import load_config
 from tasks.errors import ConfigError
@@ -130,8 +134,8 @@ def assert_one_ok_response_per_request(lake: Lake, run_id: str) -> int:
     return len(rows)
 
 
-@pytest.mark.slow
-def test_deployments_registered_and_a_worker_runs_the_nightly_sweep(ops, tmp_path):
+def assert_deployments_registered(ops: Ops) -> None:
+    """What ``make deploy`` registered: the pool, the limits, the three deployments."""
     with ops.settings(), ops.client() as client:
         nightly = client.read_deployment_by_name("sweep/nightly-sweep")
         assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in nightly.schedules] == [("0 2 * * *", TIMEZONE, True)]
@@ -142,31 +146,62 @@ def test_deployments_registered_and_a_worker_runs_the_nightly_sweep(ops, tmp_pat
         assert client.read_work_pool("invarbench").type == "process"
         assert client.read_global_concurrency_limit_by_name("invarbench-fake-concurrency").limit == 3
 
-    with FakeServer() as fake:
-        cfg = fake_model_config(tmp_path, fake.api_base, n_max=20, sweep_extra={"batch_size": 2})
+
+@pytest.mark.slow
+def test_two_workers_run_the_nightly_sweep_on_one_bucket_under_one_global_limit(ops, tmp_path, monkeypatch):
+    """The deployments as ``make deploy`` registers them, and the nightly sweep run by the workers:
+    its flow run on one, its units (subflow runs) on both. The lake in an S3-compatible bucket,
+    concurrency 16 in each process and 2 in the shared limit: both workers write the bucket, each
+    request is answered once, the provider never sees 3 at once, the run is recorded with its
+    flow run and its progress and summary artifacts, and ``invarbench runs`` lists it.
+    One dispatched sweep for all of it: each costs a flow-run process for the sweep and one per
+    unit (8-12 CPU s each)."""
+    assert_deployments_registered(ops)
+    shared = 2
+    with ops.settings():  # a model of its own, so the limit does not depend on the other tests
+        ensure_limits([LimitSpec("invarbench-shared-fake-concurrency", shared)])
+    s3 = ops.s3
+    for key, value in s3.env().items():
+        if key.startswith("AWS_"):
+            monkeypatch.setenv(key, value)
+    state = FakeProvider(delay_s=0.5)
+    with FakeServer(state) as fake:
+        cfg = fake_model_config(tmp_path, fake.api_base, name="shared-fake", n_max=60,
+                                model_extra={"concurrency": 16}, sweep_extra={"batch_size": 3})
+        with_warehouse_keys(cfg, s3.lake_config("dispatched/lake"))
         run = run_and_wait(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
     children = child_runs(ops, run.id)
-    assert len(children) == 2 and all(c.state.is_completed() for c in children)  # 4 items in batches of 2
+    assert len(children) == 4 and all(c.state.is_completed() for c in children)  # 12 items in batches of 3
+    # Both workers ran units of this sweep (each takes at most 2 flow runs at once).
+    logs = [p.read_text(errors="replace") for p in ops.workers]
+    assert all(any(str(c.id) in log for c in children) for log in logs), worker_logs(ops)
 
-    wh = tmp_path / "wh"
-    [row] = lake_query(wh, "SELECT * FROM runs")
+    lake = Lake.of(load_config(cfg))  # the data in the bucket, its DuckLake catalog in the warehouse folder
+    [row] = lake.read("SELECT * FROM runs")
     assert (row["kind"], row["status"], row["flow_run_id"]) == ("sweep", "completed", str(run.id))
-    assert (row["n_items"], row["n_requests"], row["n_sent"], row["n_errors"]) == (4, 4, 4, 0)
-    assert assert_one_ok_response_per_request(Lake(str(wh / "lake")), row["run_id"]) == 4 == len(fake.state.seen)
-    assert lake_query(wh, "SELECT status, count(*) AS n FROM latest_scores GROUP BY ALL") == [{"status": "correct", "n": 4}]
+    assert (row["n_items"], row["n_requests"], row["n_sent"], row["n_errors"]) == (12, 12, 12, 0)
+    assert assert_one_ok_response_per_request(lake, row["run_id"]) == 12
+    assert len(state.seen) == 12 and len(set(state.contents())) == 12  # sent once each, none missing
+    assert state.max_in_flight == shared, state.max_in_flight  # reached, never exceeded
+    assert lake.read("SELECT status, count(*) AS n FROM latest_scores GROUP BY ALL") == [{"status": "correct", "n": 12}]
+    assert not (tmp_path / "wh" / "lake").exists()  # every worker wrote to the bucket, none locally
 
     with ops.settings(), ops.client() as client:
-        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))
-    by_type = {a.type: a for a in artifacts}
-    assert by_type["progress"].data == 100.0 and by_type["progress"].key == "progress-fake"  # one per model
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
+            any_=[run.id] + [c.id for c in children])))
+    by_type = {a.type: a for a in artifacts if a.flow_run_id == run.id}
+    assert by_type["progress"].data == 100.0 and by_type["progress"].key == "progress-shared-fake"  # one per model
     assert row["run_id"] in by_type["markdown"].data
+    # The bucket's secret reached neither the Prefect artifacts nor the workers' logs.
+    assert artifacts and all(s3.secret not in json.dumps(a.data, default=str) for a in artifacts)
+    assert all(s3.secret not in log for log in logs)
 
     listed = run_cli("runs", "--format", "json", "--config", str(cfg))
     assert listed.returncode == 0, listed.stderr
     [shown] = json.loads(listed.stdout)
     assert {k: shown[k] for k in ("flow_run_id", "status", "models", "n_items", "n_requests", "n_errors")} == {
-        "flow_run_id": str(run.id), "status": "completed", "models": '["fake"]', "n_items": 4, "n_requests": 4,
-        "n_errors": 0}
+        "flow_run_id": str(run.id), "status": "completed", "models": '["shared-fake"]', "n_items": 12,
+        "n_requests": 12, "n_errors": 0}
 
 
 @pytest.mark.slow
@@ -199,41 +234,20 @@ def test_a_missing_shared_limit_stops_the_call_stage(ops, tmp_path, monkeypatch)
     assert lake_query(tmp_path / "wh", "SELECT count(*) AS n FROM responses") == [{"n": 0}]
 
 
-# --- the README's several-machines commands, and a lake in a shared bucket ---------------------------
-
-# Relative to the checkout when inside it, as a user's `make` sees it: make cannot name a target
-# whose path has a space, and the checkout's own path may have one.
-VENV = Path(sys.prefix).relative_to(REPO) if Path(sys.prefix).is_relative_to(REPO) else Path(sys.prefix)
-
-
-def make(*args: str) -> list[str]:
-    """``make`` in this checkout with this interpreter's environment, never reinstalling it.
-
-    ``-o`` the install stamp: the targets depend on ``install``, whose stamp may be older than a
-    freshly edited Makefile; the environment running the tests is the one to use as it is.
-    """
-    return ["make", "--no-print-directory", "-C", str(REPO), "-o", str(VENV / ".installed"), f"VENV={VENV}", *args]
-
+# --- the README's several-machines commands ------------------------------------------------------
 
 @pytest.mark.slow
 def test_make_deploy_and_worker_take_the_server_from_the_command_line(ops, tmp_path):
-    """`make deploy SERVER=…` and `make worker SERVER=…` as the README writes them, on a non-default port."""
+    """`make deploy SERVER=…` (how the ``ops`` fixture deployed, with no PREFECT_API_* in its
+    environment) and `make worker SERVER=…` as the README writes them, on a non-default port."""
     assert not ops.api.startswith("http://127.0.0.1:4200")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), DO_NOT_TRACK="1")
-    cfg = fake_model_config(tmp_path, "http://127.0.0.1:9/v1", name="made-by-make", model_extra={"concurrency": 5})
-    with cfg.open("a") as f:  # the module's schedule stays as the fixture deployed it
-        f.write(f'\n[prefect]\ntimezone = "{TIMEZONE}"\n')
-    deployed = subprocess.run(make("deploy", f"SERVER={ops.api}", f"CONFIG={cfg}"), env=env,
-                              capture_output=True, text=True, timeout=300)
-    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
-    with ops.settings(), ops.client() as client:
-        assert client.read_global_concurrency_limit_by_name("invarbench-made-by-make-concurrency").limit == 5
-        assert client.read_deployment_by_name("sweep/nightly-sweep").parameters["config_path"] == str(cfg)
+    with ops.settings(), ops.client() as client:  # the configuration named on make's command line
+        assert client.read_global_concurrency_limit_by_name("invarbench-fake-concurrency").limit == 3
+        assert client.read_deployment_by_name("sweep/nightly-sweep").parameters["config_path"] == str(ops.config)
         before = {w.name for w in client.read_workers_for_work_pool("invarbench")}
 
     log = tmp_path / "make-worker.log"
-    worker = subprocess.Popen(make("worker", f"SERVER={ops.api}", "WORKER_LIMIT=2"), env=env,
+    worker = subprocess.Popen(make("worker", f"SERVER={ops.api}", "WORKER_LIMIT=2"), env=make_env(tmp_path),
                               stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
@@ -248,51 +262,6 @@ def test_make_deploy_and_worker_take_the_server_from_the_command_line(ops, tmp_p
     finally:
         stop(worker)
     assert "SettingsError" not in log.read_text()
-
-
-@pytest.mark.slow
-def test_two_workers_share_a_dispatched_sweep_on_one_bucket_under_one_global_limit(ops, tmp_path, monkeypatch):
-    """The lake in an S3-compatible bucket, concurrency 16 in each process and 2 in the shared limit:
-    both workers write the bucket, each request is answered once, and the provider never sees 3 at once.
-    One dispatched sweep for both: each costs a flow-run process per unit (seconds each)."""
-    shared = 2
-    with ops.settings():  # a model of its own, so the limit does not depend on the other tests
-        ensure_limits([LimitSpec("invarbench-shared-fake-concurrency", shared)])
-    s3 = ops.s3
-    for key, value in s3.env().items():
-        if key.startswith("AWS_"):
-            monkeypatch.setenv(key, value)
-    state = FakeProvider(delay_s=0.5)
-    with FakeServer(state) as fake:
-        cfg = fake_model_config(tmp_path, fake.api_base, name="shared-fake", n_max=60,
-                                model_extra={"concurrency": 16}, sweep_extra={"batch_size": 3})
-        with_warehouse_keys(cfg, s3.lake_config("dispatched/lake"))
-        run = run_and_wait(ops, "sweep/nightly-sweep", {"config_path": str(cfg)})
-    children = child_runs(ops, run.id)
-    assert len(children) == 4 and all(c.state.is_completed() for c in children)
-    # Both workers ran units of this sweep (each takes at most 2 flow runs at once).
-    logs = [p.read_text(errors="replace") for p in ops.workers]
-    assert all(any(str(c.id) in log for c in children) for log in logs), worker_logs(ops)
-
-    lake = Lake.of(load_config(cfg))  # the data in the bucket, its DuckLake catalog in the warehouse folder
-    rows = lake.read("""
-        SELECT r.request_id, count(s.response_id) AS n, count(*) FILTER (WHERE s.status = 'ok') AS ok
-        FROM (SELECT DISTINCT request_id FROM run_requests) r LEFT JOIN responses s USING (request_id)
-        GROUP BY r.request_id""")
-    assert len(rows) == 12 and all(r["n"] == 1 and r["ok"] == 1 for r in rows), rows
-    assert len(state.seen) == 12 and len(set(state.contents())) == 12  # sent once each, none missing
-    assert state.max_in_flight == shared, state.max_in_flight  # reached, never exceeded
-    assert not (tmp_path / "wh" / "lake").exists()  # every worker wrote to the bucket, none locally
-    [row] = lake.read("SELECT run_id, status, flow_run_id FROM runs")
-    assert {k: row[k] for k in ("status", "flow_run_id")} == {"status": "completed", "flow_run_id": str(run.id)}
-    assert assert_one_ok_response_per_request(lake, row["run_id"]) == 12
-
-    # The bucket's secret reached neither the Prefect artifacts nor the workers' logs.
-    with ops.settings(), ops.client() as client:
-        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
-            any_=[run.id] + [c.id for c in children])))
-    assert artifacts and all(s3.secret not in json.dumps(a.data, default=str) for a in artifacts)
-    assert all(s3.secret not in log for log in logs)
 
 
 # --- a dispatched sweep cancelled through the API (issue #30; helpers of test_stopping.py) -------
