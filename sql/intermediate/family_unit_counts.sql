@@ -1,4 +1,4 @@
--- family_unit_counts: the family units of every variant present counted by kind (family_unit_counts_over()), stored.
+-- family_unit_counts: one row per model, suite, task, category, prompt style and kind of family unit, over every variant present (family_unit_counts_over()), stored.
 -- depends_on: family_unit_counts_over
 -- materialised: model, suite, prompt_style
 
