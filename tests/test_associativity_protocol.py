@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import TEST_CLAIM_SETTLE_S, write_config
+from conftest import TEST_CLAIM_SETTLE_S, run_cli, write_config
 from fakes import FakeProvider, FakeServer, last_user
 from flows.sweep import sweep
 from tasks.lake.lake import Lake
@@ -66,6 +66,23 @@ def test_correct_segments_score_right_and_rerun_is_cached(tmp_path):
 
         again = sweep(str(cfg))
         assert again["sent"] == 0 and len(state.seen) == 6
+
+
+def test_chains_sharing_a_request_count_as_answered_and_the_rerun_runs_without_prefect(tmp_path):
+    """A request id hashes what is sent, not the trial: every answer 1, both trials' combine step
+    asks "What is 1+1?", one request for two trials. The rerun finds both chains answered and calls
+    nothing, without a flow run (the ledger look-up reads each trial's steps from run_requests)."""
+    state = FakeProvider(responder=lambda body: "Answer: 1")
+    with FakeServer(state) as server:
+        cfg = config(tmp_path, server.api_base)
+        sweep(str(cfg))
+        combine = [c for c in state.contents() if c.split("\n")[0] == "What is 1+1?"]
+        assert len(combine) == 1, state.contents()
+        seen = len(state.seen)
+        again = run_cli("sweep", "--config", str(cfg))
+        assert again.returncode == 0, again.stderr
+        assert "prefect flow run: none (every answer was in the ledger)" in again.stdout
+        assert len(state.seen) == seen
 
 
 def test_wrong_segment_answer_propagates_into_the_third_request(tmp_path):

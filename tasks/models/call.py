@@ -181,12 +181,13 @@ def lookup_ledger(lake: Lake, request_ids: Sequence[str]) -> dict[str, dict[str,
 # need a call. A trial is answered when its first request is (a usable ledger row, as in
 # USABLE_LEDGER_ROWS) and, for a chain, so is each of its steps among the requests recorded for
 # the trial: a later step's request is built from the earlier answer, so only a recorded one can be
-# looked up.
+# looked up. Read from run_requests, not requests: a request id hashes what is sent, not the trial,
+# so one request may serve steps of several trials, and requests keeps one trial per request id.
 UNANSWERED_TRIALS = """
     WITH want AS (SELECT unnest($1::VARCHAR[]) AS trial_id, unnest($2::VARCHAR[]) AS request_id,
                          unnest($3::INTEGER[]) AS n_steps),
          ok AS MATERIALIZED (SELECT request_id FROM ledger WHERE status = 'ok'),
-         chains AS (SELECT trial_id, count(DISTINCT step) AS answered FROM requests SEMI JOIN ok USING (request_id)
+         chains AS (SELECT trial_id, count(DISTINCT step) AS answered FROM run_requests SEMI JOIN ok USING (request_id)
                     WHERE trial_id IN (SELECT trial_id FROM want WHERE n_steps > 1) GROUP BY trial_id)
     SELECT count(*) AS n FROM want LEFT JOIN chains USING (trial_id)
     WHERE request_id NOT IN (SELECT request_id FROM ok) OR (n_steps > 1 AND coalesce(answered, 0) < n_steps)"""
