@@ -88,14 +88,8 @@ def changed_tables(con: duckdb.DuckDBPyConnection, snapshot: int) -> frozenset[s
                      if _ROW_CHANGES.search(kind) for table in tables if table in names)
 
 
-def changed_since(con: duckdb.DuckDBPyConnection, snapshot: int) -> bool:
-    """Whether a snapshot after ``snapshot``, up to the one the lake is read at, changed the rows
-    of a source table (:func:`changed_tables`)."""
-    return bool(changed_tables(con, snapshot))
-
-
 def is_current(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the materialised tables of the lake attached to ``con`` hold exactly what their
     views compute from the raw lake: refreshed with the same definitions, no source changed since."""
     found = mark(con)
-    return found is not None and found[1] == definition_digest() and not changed_since(con, found[0])
+    return found is not None and found[1] == definition_digest() and not changed_tables(con, found[0])
