@@ -36,6 +36,7 @@ class Clock:
         self.wall, self.cpu = time.perf_counter(), time.process_time()
 
     def since(self) -> dict[str, float]:
+        """The wall and CPU seconds so far."""
         return {"wall_s": round(time.perf_counter() - self.wall, 3), "cpu_s": round(time.process_time() - self.cpu, 3)}
 
 
