@@ -149,3 +149,26 @@ def test_apply_defaults_sets_only_what_is_unset(monkeypatch):
     assert os.environ["DO_NOT_TRACK"] == "0"
     assert {k: os.environ[k] for k in DEFAULTS if k != "DO_NOT_TRACK"} == {
         k: v for k, v in DEFAULTS.items() if k != "DO_NOT_TRACK"}
+
+
+@pytest.mark.slow  # a command in a process of its own
+def test_the_sql_command_binds_no_query_parameter_so_never_loads_pandas(tmp_path):
+    # DuckDB's Python client imports pandas (0.35 s of CPU) to bind the first query parameter of a
+    # process: the checks every opening of the lake makes (its tables, the materialised tables'
+    # currency) take literals, so `invarbench sql` over a current lake does without it.
+    from conftest import write_config
+    from lake_fixtures import LakeBuilder
+    from tasks.lake.refresh import refresh
+
+    lake = LakeBuilder(tmp_path)
+    lake.trial(lake.item("f"), "m1", "correct", "5")
+    refresh(lake.flush().lake)
+    config = write_config(tmp_path / "invarbench.toml", {"warehouse": {"path": str(tmp_path)}})
+    code = ("import sys\nsys.argv = ['invarbench', 'sql', 'SELECT * FROM invariance', '--config', sys.argv[1]]\n"
+            "from flows.cli import main\ntry:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+            "print('pandas loaded:', 'pandas' in sys.modules, file=sys.stderr)")
+    for _ in range(2):  # the first builds the catalog, the second only checks it
+        result = subprocess.run([sys.executable, "-c", code, str(config)], cwd=REPO, capture_output=True, text=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.strip().splitlines()[-1] == "pandas loaded: False", result.stderr

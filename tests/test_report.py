@@ -21,11 +21,11 @@ from lake_fixtures import LakeBuilder, status_of
 from tasks.config import load_config
 from tasks.lake.refresh import refresh
 from tasks.report.data import (
-    DERIVED_FROM,
+    CURRENT_SNAPSHOT,
     QUERIES,
     SNAPSHOT,
+    connect,
     load,
-    snapshot_intermediates,
 )
 from tasks.report.html import build_report
 
@@ -116,14 +116,18 @@ def _rows(frame) -> list[str]:
     return sorted(repr(row) for row in frame.iter_rows())
 
 
-def test_report_frames_read_one_snapshot_with_the_views_results(tmp_path):
-    lake = rich_lake(tmp_path)
-    con = lake.lake.connect()
+def _temporary(con) -> set[str]:
+    return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+
+
+def test_report_frames_give_the_views_rows_taking_the_shared_views_once(tmp_path):
+    lake = rich_lake(tmp_path)  # never refreshed: the views derive everything from the raw lake
+    con = connect(lake.lake)
     try:
         frames = load(con, 0.6)
         plain = lake.lake.connect()
         try:
-            # the same rows as the views give on a connection without the snapshot
+            # the same rows as the views give on a connection without the copies
             for name, view in (("by_bin", "accuracy_by_task_bin"), ("flips", "flip_patterns"),
                                ("invariance", "invariance"), ("attractor_counts", "attractor_counts")):
                 assert frames[name].height > 0, name
@@ -132,31 +136,35 @@ def test_report_frames_read_one_snapshot_with_the_views_results(tmp_path):
             assert frames["mcnemar"].height > 0 and _rows(frames["mcnemar"]) == _rows(mcnemar)
         finally:
             plain.close()
-        temporary = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
-        assert set(SNAPSHOT) <= temporary
-        # A trial written after the snapshot: the report's views do not see it, a new connection does.
-        before = con.execute("SELECT sum(n_scored) FROM outcomes_by_task").fetchone()[0]
-        lake.trial(lake.item("late"), "m1", "correct", "5")
-        lake.flush()
-        assert con.execute("SELECT sum(n_scored) FROM outcomes_by_task").fetchone()[0] == before
-        snapshot_intermediates(con)  # taken again, it sees the new trial
-        assert con.execute("SELECT sum(n_scored) FROM outcomes_by_task").fetchone()[0] == before + 1
+        assert set(SNAPSHOT) <= _temporary(con)
     finally:
         con.close()
 
 
-
-def test_report_on_a_refreshed_lake_copies_the_counts_not_what_they_are_derived_from(tmp_path):
+def test_report_on_a_refreshed_lake_reads_one_snapshot_copying_only_paired_tests(tmp_path):
     lake = rich_lake(tmp_path)
-    refresh(lake.lake)  # the materialised tables current: the family and paired marts read the stored counts
-    con, plain = lake.lake.connect(), lake.lake.connect()
+    refresh(lake.lake)  # the materialised tables current: the marts read stored tables
+    con, plain = connect(lake.lake), lake.lake.connect()
     try:
         frames = load(con, 0.6)
         for name, view in (("flips", "flip_patterns"), ("invariance", "invariance"), ("mcnemar", "mcnemar_pairs"),
-                           ("model_pairs", "model_pairs")):
+                           ("model_pairs", "model_pairs"), ("by_bin", "accuracy_by_task_bin")):
+            assert frames[name].height > 0, name
             assert _rows(frames[name]) == _rows(plain.sql(f"SELECT * FROM ({QUERIES[name]})").pl()), name
-        temporary = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
-        assert temporary == set(SNAPSHOT) - DERIVED_FROM
+        assert _temporary(con) == set(CURRENT_SNAPSHOT)
+        # A trial written after the report's connection was opened: its views do not see it (not
+        # even those over the raw lake), a new connection does.
+        seen = "SELECT sum(n_responses) FROM cost_by_run"
+        before = con.execute(seen).fetchone()[0]
+        lake.trial(lake.item("late"), "m1", "correct", "5")
+        lake.flush()
+        assert con.execute(seen).fetchone()[0] == before
+        assert load(con, 0.6)["cost"]["n_responses"].sum() == before
+        again = connect(lake.lake)
+        try:
+            assert again.execute(seen).fetchone()[0] == before + 1
+        finally:
+            again.close()
     finally:
         con.close()
         plain.close()

@@ -72,7 +72,9 @@ def build_catalog(catalog: Path, lake: Lake, attempts: int = 20) -> Path:
         con.execute("BEGIN")
         lake.create_views(con)
         root, digest = _catalog_stamp(lake, con)
-        con.execute(f"CREATE OR REPLACE TABLE {_CATALOG_TABLE} AS SELECT ? AS lake, ? AS sql_sha256", [root, digest])
+        # literals: a query parameter costs a process the import of pandas (tasks.lake.ducklake.attached)
+        con.execute(f"CREATE OR REPLACE TABLE {_CATALOG_TABLE} AS "
+                    f"SELECT {sql_literal(root)} AS lake, {sql_literal(digest)} AS sql_sha256")
         con.execute("COMMIT")
     finally:
         con.close()

@@ -77,13 +77,13 @@ def changed_tables(con: duckdb.DuckDBPyConnection, snapshot: int) -> frozenset[s
     """The source tables whose rows a snapshot after ``snapshot``, up to the one the lake is read
     at, changed (catalog reads only: each snapshot's list of changes names a table by id, or as
     ``main.<name>`` when it created it)."""
+    # literals, not parameters: binding one costs a process the import of pandas (ducklake.attached)
+    tables = ", ".join(f"'{table}'" for table in sorted(source_tables()))  # names of lake_table('\w+')
     names = {str(r[0]): r[1] for r in con.execute(f"SELECT table_id, table_name FROM ducklake_table_info('{ALIAS}') "
-                                                  "WHERE table_name IN (SELECT unnest(?::VARCHAR[]))",
-                                                  [sorted(source_tables())]).fetchall()}
+                                                  f"WHERE table_name IN ({tables})").fetchall()}
     names |= {f"main.{table}": table for table in source_tables()}
-    rows = con.execute(f"SELECT changes FROM ducklake_snapshots('{ALIAS}') WHERE snapshot_id > ? "
-                       f"AND snapshot_id <= (SELECT id FROM ducklake_current_snapshot('{ALIAS}'))",
-                       [snapshot]).fetchall()
+    rows = con.execute(f"SELECT changes FROM ducklake_snapshots('{ALIAS}') WHERE snapshot_id > {int(snapshot)} "
+                       f"AND snapshot_id <= (SELECT id FROM ducklake_current_snapshot('{ALIAS}'))").fetchall()
     return frozenset(names[table] for (changes,) in rows for kind, tables in changes.items()
                      if _ROW_CHANGES.search(kind) for table in tables if table in names)
 

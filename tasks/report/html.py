@@ -33,7 +33,7 @@ import polars as pl  # noqa: E402
 
 from tasks.config import Config  # noqa: E402
 from tasks.lake.lake import Lake  # noqa: E402
-from tasks.report.data import QUERIES, SNAPSHOT, load  # noqa: E402
+from tasks.report.data import connect, load  # noqa: E402
 from tasks.report.figures import (  # noqa: E402
     accuracy_heatmaps,
     accuracy_lines,
@@ -260,7 +260,7 @@ def build_report(cfg: Config, out_dir: Path | None = None, resamples: int = 1000
             progress(f"statistics are current (computation {current})" if current else "computing statistics")
         if not current:
             compute_stats(lake, resamples=resamples, seed=cfg.sweep.seed)
-    con = lake.connect(" ".join([*SNAPSHOT, *QUERIES.values()]))  # only the views the report reads
+    con = connect(lake)  # the lake as of one snapshot, for every table of the report
     try:
         frames = load(con, threshold)
     finally:
