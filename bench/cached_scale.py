@@ -19,6 +19,12 @@ and "after start-up": the wall of ``--items`` minus that of ``--fixed-items`` of
 round (the start-up and fixed work of a cached sweep, as measured at that size). With ``--items``
 equal to ``--fixed-items`` that one size alone is measured: issue #26's "3,000-request sweep, all
 answers in the ledger, start to exit" is ``--items 3000 --fixed-items 3000``.
+
+A sweep whose earlier completed run of the same plan (configuration and code: tasks/runs/plan.py)
+is in the lake is recorded from it (flows/known_sweep.py); the template's warm-up sweep is that
+run for the measured ones when it was made by this checkout's code. After a change of code under
+``tasks/``, ``flows/`` or ``sql/``, delete ``items-N/runs/ready`` to have the template made again,
+or the measured runs take the ordinary cached path.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from tasks.models.cost import BudgetExceeded
 from tasks.records import canonical_json
 from tasks.runs import lifecycle, stopping
 from tasks.runs.orchestration import in_flow_run, run_logger, stage_task
+from tasks.runs.plan import plan_columns, plan_key
 from tasks.suites.base import GeneratorError
 
 # Items per chunk of the calls, parses and scores of a sweep whose every answer is in the ledger:
@@ -206,9 +207,10 @@ def prepare_items(cfg: Config, collected: Collected | None = None) -> tuple[
     return rows, {i: chunks[i] for i in fresh}, chunks, dropped_families
 
 
-def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
-    """The run, started (its `running` row written) once the lake is usable, the stale runs of
-    earlier processes are marked crashed and no stop was asked for."""
+def start_run(cfg: Config, run_id: str, n_items: int, plan: dict[str, Any]) -> lifecycle.Run:
+    """The run, started (its `running` row written, with ``plan``: its plan's columns,
+    :func:`tasks.runs.plan.plan_columns`) once the lake is usable, the stale runs of earlier
+    processes are marked crashed and no stop was asked for."""
     logger = run_logger()
     lake = Lake.of(cfg)
     lake.ensure()  # an unusable lake (wrong credentials, no bucket) stops here, before anything is written
@@ -218,7 +220,7 @@ def start_run(cfg: Config, run_id: str, n_items: int) -> lifecycle.Run:
         logger.warning("run %s marked crashed: %s", stale["run_id"], stale["message"])
     stopping.raise_if_requested()  # stopped before its run began: nothing of it is written
     return lifecycle.begin(lake, "sweep", config=canonical_json(cfg.resolved()), models=cfg.sweep.models,
-                           run_id=run_id, n_items=n_items)
+                           run_id=run_id, n_items=n_items, **plan)
 
 
 def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[int, list[dict[str, Any]]],
@@ -324,7 +326,8 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
     run_id = lifecycle.new_run_id()
     with stopping.interruptible():  # reads only: a stop ends it at once, before the run begins
         rows, new_chunks, chunks, dropped_families = prepare_items(cfg, collected)
-    run = start_run(cfg, run_id, len(rows))
+    # A dispatched sweep's rows are written by its workers: it is no template (tasks.runs.plan).
+    run = start_run(cfg, run_id, len(rows), plan_columns(None if dispatch else plan_key(cfg), dropped_families))
     if answered:
         chunks = into_chunks(rows, max(cfg.sweep.batch_size, ANSWERED_CHUNK))
     summary, _ = run_sweep(run, cfg, len(rows), new_chunks, chunks, dropped_families, config_path, overrides,

@@ -20,20 +20,27 @@ from tasks.runs import stopping
 from tasks.suites.base import GeneratorError
 
 
-def check_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> tuple[Any, Any]:
-    """Everything a sweep could reject, checked before its flow starts: the configuration, the
-    filters, the stored datasets and the generators' parameters (a parameter only a generator
-    checks, ``n_step = -10``, fails here in a fraction of a second instead of after Prefect has
-    started); exit 2 with one line otherwise. Returns the configuration and the collected items."""
+def sweep_config(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]]) -> Any:
+    """The sweep's configuration, its filters applied; exit 2 with one line when either is wrong."""
+    try:
+        return load(config, overrides).select(**select)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def check_sweep(cfg: Any) -> Any:
+    """Everything else a sweep could reject, checked before its flow starts: the stored datasets
+    and the generators' parameters (a parameter only a generator checks, ``n_step = -10``, fails
+    here in a fraction of a second instead of after Prefect has started); exit 2 with one line
+    otherwise. Returns the collected items."""
     from flows.sweep_run import collect_items
 
     try:
-        cfg = load(config, overrides).select(**select)
         if cfg.sweep.datasets:
             from tasks.lake.lake import Lake
 
             check_stored(Lake.of(cfg), "sweep.datasets", cfg.sweep.datasets)
-        return cfg, collect_items(cfg)
+        return collect_items(cfg)
     except (ConfigError, GeneratorError) as exc:
         fail(str(exc))
 
@@ -82,11 +89,34 @@ def sweep(
         overrides.setdefault("sweep", {})["batch_size"] = batch_size
     if warehouse:
         overrides["warehouse"] = {"path": warehouse}
-    cfg, collected = check_sweep(config, overrides, select)
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    cfg = sweep_config(config, overrides, select)
     with stopped_cleanly():
-        summary = _run_sweep(config, overrides, select, cfg, collected, answered_already(cfg, collected[0]))
+        summary = _known_sweep(cfg)
+    if summary is None:
+        collected = check_sweep(cfg)
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        with stopped_cleanly():
+            summary = _run_sweep(config, overrides, select, cfg, collected, answered_already(cfg, collected[0]))
     _print_summary(summary)
+
+
+def _known_sweep(cfg: Any) -> Optional[dict[str, Any]]:
+    """The sweep recorded from an earlier run of the same plan whose answers the ledger holds
+    (flows.known_sweep: no item generated, no Prefect), or None when there is no such run."""
+    from flows.known_sweep import known_template, record_known_sweep
+
+    with stopping.interruptible():  # reads only
+        template = known_template(cfg)
+    if template is None:
+        return None
+    try:
+        with progress_bars():
+            return record_known_sweep(cfg, template)
+    except Exception as exc:
+        if stopping.requested():
+            raise stopping.Stopped(stopping.reason()) from None
+        _fail_on(exc)
+        raise
 
 
 @contextlib.contextmanager

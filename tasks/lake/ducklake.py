@@ -95,22 +95,30 @@ def in_transaction(con: duckdb.DuckDBPyConnection, statements: list[str]) -> Non
 def commit(con: duckdb.DuckDBPyConnection, table: str, chunk: pa.Table, message: str = "",
            run_id: str | None = None, attempts: int = 20) -> int:
     """Append ``chunk`` to ``table`` in one transaction (one snapshot), retried whole
-    (:func:`retrying`); returns that snapshot's id. The snapshot carries ``message`` and, when
-    given, ``{"run_id": run_id}`` as its extra info: how a run's snapshots are found.
+    (:func:`retrying`); returns that snapshot's id (:func:`commit_select`)."""
+    con.register("invarbench_chunk", chunk)
+    try:
+        return commit_select(con, table, "SELECT * FROM invarbench_chunk", message, run_id, attempts)
+    finally:
+        con.unregister("invarbench_chunk")
+
+
+def commit_select(con: duckdb.DuckDBPyConnection, table: str, select: str, message: str = "",
+                  run_id: str | None = None, attempts: int = 20) -> int:
+    """Append the rows of ``select`` (columns named as ``table``'s) to ``table`` in one transaction
+    (one snapshot), retried whole (:func:`retrying`); returns that snapshot's id. The snapshot
+    carries ``message`` and, when given, ``{"run_id": run_id}`` as its extra info: how a run's
+    snapshots are found.
 
     The id is the last commit of ``con``'s DuckDB (not the lake's newest, which may be another
     process's), so no other commit of that DuckDB may come between (``Lake``'s commit lock)."""
     extra = json.dumps({"run_id": run_id}) if run_id else None
 
     def append() -> int:
-        con.register("invarbench_chunk", chunk)
-        try:
-            in_transaction(con, [
-                f"INSERT INTO {ALIAS}.main.{table} BY NAME SELECT * FROM invarbench_chunk",
-                f"CALL ducklake_set_commit_message('{ALIAS}', 'invarbench', {sql_literal(message)}, "
-                f"extra_info => {sql_literal(extra) if extra else 'NULL'})"])
-        finally:
-            con.unregister("invarbench_chunk")
+        in_transaction(con, [
+            f"INSERT INTO {ALIAS}.main.{table} BY NAME {select}",
+            f"CALL ducklake_set_commit_message('{ALIAS}', 'invarbench', {sql_literal(message)}, "
+            f"extra_info => {sql_literal(extra) if extra else 'NULL'})"])
         # no catalog query, unlike lake.last_committed_snapshot() (a catalog transaction of its own)
         return con.execute(f"SELECT id FROM ducklake_last_committed_snapshot('{ALIAS}')").fetchone()[0]
 

@@ -284,6 +284,14 @@ class Lake:
         with self._commit_lock, self.connect("") as con:
             return ducklake.commit(con, table, data, f"{table}: {data.num_rows} rows", run_id)
 
+    def commit_select(self, table: str, select: str, run_id: str | None = None) -> int:
+        """Append the rows of ``select`` (over the lake's views) to ``table`` in one snapshot, in
+        DuckDB (no row passes through Python), marked with ``run_id``; returns its id."""
+        if self.read_only:
+            raise RuntimeError(f"a read-only command tried to write to the lake table {table}")
+        with self._commit_lock, self.connect(select) as con:
+            return ducklake.commit_select(con, table, select, f"{table}: rows of a query", run_id)
+
     def compact(self, expire_before: dt.datetime | None = None) -> int:
         """DuckLake's maintenance (``ducklake.compact``), under the commit lock: its commits would
         come between a commit and the reading of its snapshot id; returns the files merged."""

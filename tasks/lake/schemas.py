@@ -45,6 +45,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("started_at", _ts), ("updated_at", _ts), ("config", _str), ("models", _str),
             ("n_items", _int), ("n_requests", _int), ("n_sent", _int), ("n_cached", _int),
             ("n_errors", _int), ("report_path", _str), ("message", _str), ("host", _str), ("pid", _int),
+            # a sweep's plan (tasks.runs.plan): its key and the families it dropped (JSON)
+            ("plan_key", _str), ("dropped_families", _str),
         ]
     ),
     "requests": pa.schema(
