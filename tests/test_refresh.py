@@ -20,11 +20,12 @@ from lake_fixtures import LakeBuilder
 from test_duckdb_pin import FIXTURE, assert_same_marts
 
 from tasks.lake import refresh as refresh_module
+from tasks.lake import slices
 from tasks.lake.engine import connect
 from tasks.lake.lake import Lake
 from tasks.lake.materialised import is_current, materialised_names
 from tasks.lake.refresh import refresh
-from tasks.lake.sql import SQL_DIR, sql_defines
+from tasks.lake.sql import SQL_DIR, materialised_statements, sql_defines
 from tasks.lake.views import query
 
 # Every view of sql/marts (table macros are read through the views that call them with defaults).
@@ -198,19 +199,25 @@ def test_every_mart_through_the_materialised_views_equals_the_mart_from_the_raw_
             done = refresh(made.b.lake)
             assert done["full"] is (step == 0)  # the first builds the tables, the next take in what changed
             assert step == 0 or sum(done["keys"].values()) > 0
+            # where the time went: each table, with its seconds (what `invarbench refresh` prints)
+            assert list(done["tables"]) == materialised_names()
+            assert all(t["seconds"] >= 0 and t["cpu_seconds"] >= 0 for t in done["tables"].values())
             opened = opened or tuple(stack.enter_context(contextlib.closing(_connection(made.b.lake, m)))
                                      for m in (True, False))
             raw_rows = assert_materialised_equals_raw(made.b.lake, opened)
         # from here on only refreshes write (the materialised tables): the raw side stays as read
         assert refresh(made.b.lake, full=True)["full"]
         assert_materialised_equals_raw(made.b.lake, opened, raw_rows)
-        # a full rebuild in slices of keys (as a large lake's) gives the same rows
+        # a full rebuild in slices of keys (as a large lake's) gives the same rows: slices of a hash
+        # of the key where a scope has many keys (responses, trials), of whole keys where it has few
         monkeypatch.setattr(refresh_module, "ROWS_PER_SLICE", 3)
+        monkeypatch.setattr(slices, "GROUPED_KEYS", 20)
         done = refresh(made.b.lake, full=True)
-        scope_rows = {name: made.b.lake.read(f"SELECT count(*) AS n FROM {scope}")[0]["n"]
-                      for name, (_, scope) in refresh_module.SCOPES.items()}
-        # every table whose scope holds more than one slice's rows was built in slices
-        assert all(done["slices"][name] > 1 for name, n in scope_rows.items() if n > 3), (done["slices"], scope_rows)
+        key = {next(iter(stmt.defines)): ", ".join(stmt.key) for stmt in materialised_statements()}
+        scopes = {name: made.b.lake.read(f"SELECT count(*) AS n, count(DISTINCT ({key[name]})) AS k FROM {scope}")[0]
+                  for name, (_, scope) in refresh_module.SCOPES.items()}
+        # every table whose scope holds more than one slice's rows, of more than one key, was built in slices
+        assert all(done["slices"][name] > 1 for name, s in scopes.items() if s["n"] > 3 and s["k"] > 1), (done, scopes)
         assert sum(n > 1 for n in done["slices"].values()) >= len(done["slices"]) // 2
         assert_materialised_equals_raw(made.b.lake, opened, raw_rows)
     assert_materialised_equals_raw(made.b.lake, raw_rows=raw_rows)  # and through views made afresh

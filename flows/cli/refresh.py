@@ -31,3 +31,8 @@ def refresh(config: Optional[Path] = ConfigOpt,
         done = refresh_lake(Lake.of(cfg), full=full)
     what = "rebuilt" if done["full"] else f"{sum(done['keys'].values())} key(s) recomputed"
     console.print(f"refreshed to snapshot {done['snapshot']}: {what} in {done['seconds']:.1f} s", highlight=False)
+    # where the time went: each table refreshed, with its slices (a rebuild) or keys recomputed
+    counts, unit = (done["slices"], "slice(s)") if done["full"] else (done["keys"], "key(s)")
+    for name, took in done.get("tables", {}).items():
+        console.print(f"  {name:<24} {counts[name]:>10,} {unit:<8} {took['seconds']:8.1f} s "
+                      f"({took['cpu_seconds']:.1f} s of CPU)", highlight=False)

@@ -16,9 +16,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import resource
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import duckdb
 
@@ -27,20 +28,24 @@ from tasks.lake.ducklake import ALIAS
 from tasks.lake.engine import connect
 from tasks.lake.lake import Lake
 from tasks.lake.materialised import MARK_TABLE, materialised_names
+from tasks.lake.slices import sliced
 from tasks.lake.sql import FROM_RAW, materialised_statements
 from tasks.records import now_utc
 
 log = logging.getLogger(__name__)
 
 # The keys of each materialised view that the changed rows touch: SQL over ``changed_<table>``
-# (the rows of a source table inserted or deleted since the mark) and the raw views. A key is
-# recomputed whole, so a superset is harmless; a key left out would keep stale rows.
+# (the rows of a source table inserted or deleted since the mark), the raw views and
+# ``keys_<view>``, another view's keys (each key set is computed once in a refresh, when first
+# needed: deriving a family's keys scans every request and score). A key is recomputed whole, so a
+# superset is harmless; a key left out would keep stale rows.
 CHANGED_KEYS = {
     "latest_parses": "SELECT DISTINCT response_id FROM changed_parses",
     # a trial's scores, or its item (stored after it, or read again as another first row)
     "trial_scores": """
         SELECT trial_id FROM changed_scores
         UNION SELECT trial_id FROM raw_scores WHERE item_id IN (SELECT item_id FROM changed_items)""",
+    "score_history": "SELECT * FROM keys_trial_scores",  # a trial's score versions, or its item
     # every trial of the family and model: a new score, an item, or a new parse of one of its responses
     "family_trials": """
         SELECT DISTINCT i.family_id, t.model
@@ -49,23 +54,33 @@ CHANGED_KEYS = {
               UNION SELECT item_id, model FROM raw_requests
                     WHERE request_id IN (SELECT request_id FROM changed_parses)) t
         JOIN raw_items i USING (item_id)""",
+    # a unit is within a family and model; a question (item and sample) within a family
+    "family_units": "SELECT * FROM keys_family_trials",
+    "item_outcomes": "SELECT DISTINCT family_id FROM keys_family_trials",
+    # the groups counted whole: every (model, suite, prompt style) of a changed family's items (its
+    # pooled families), every (model, suite, task, category, prompt style), and the same without model
+    "family_unit_counts": """
+        SELECT DISTINCT k.model, i.suite, i.prompt_style FROM keys_family_trials k JOIN raw_items i USING (family_id)""",
+    "unit_outcome_counts": """
+        SELECT DISTINCT k.model, i.suite, i.task, i.category, i.prompt_style
+        FROM keys_family_trials k JOIN raw_items i USING (family_id)""",
+    "question_outcome_counts": "SELECT DISTINCT suite, task, category, prompt_style FROM keys_unit_outcome_counts",
+    # a run's requests, or the latest score or item of one of its trials (a trial may be in several runs)
+    "run_bin_counts": """
+        SELECT run_id FROM changed_requests
+        UNION SELECT run_id FROM raw_requests WHERE trial_id IN (SELECT trial_id FROM keys_trial_scores)""",
 }
-CHANGED_KEYS["score_history"] = CHANGED_KEYS["trial_scores"]  # a trial's score versions, or its item
-# a unit is within a family and model; a question (item and sample) within a family
-CHANGED_KEYS["family_units"] = CHANGED_KEYS["family_trials"]
-CHANGED_KEYS["item_outcomes"] = f"SELECT DISTINCT family_id FROM ({CHANGED_KEYS['family_trials']})"
-# the groups counted whole: every (model, suite, prompt style), or (suite, prompt style), of a changed family's items
-CHANGED_KEYS["family_unit_counts"] = f"""
-    SELECT DISTINCT k.model, i.suite, i.prompt_style
-    FROM ({CHANGED_KEYS['family_trials']}) k JOIN raw_items i USING (family_id)"""
-CHANGED_KEYS["unit_outcome_counts"] = CHANGED_KEYS["family_unit_counts"]
-CHANGED_KEYS["question_outcome_counts"] = f"SELECT DISTINCT suite, prompt_style FROM ({CHANGED_KEYS['family_unit_counts']})"
-# a run's requests, or the latest score or item of one of its trials (a trial may be in several runs)
-CHANGED_KEYS["run_bin_counts"] = f"""
-    SELECT run_id FROM changed_requests
-    UNION SELECT run_id FROM raw_requests WHERE trial_id IN ({CHANGED_KEYS['trial_scores']})"""
-# The source tables whose changes each view's keys come from (its ``changed_<table>`` relations).
-_CHANGED_READS = {name: frozenset(re.findall(r"\bchanged_(\w+)", sql)) for name, sql in CHANGED_KEYS.items()}
+
+
+def _changed_reads(name: str) -> frozenset[str]:
+    """The source tables whose changes the keys of view ``name`` come from (its ``changed_<table>``
+    relations, and those of the views whose keys it reads)."""
+    sql = CHANGED_KEYS[name]
+    return frozenset(re.findall(r"\bchanged_(\w+)", sql)).union(
+        *(_changed_reads(view) for view in re.findall(r"\bkeys_(\w+)", sql)))
+
+
+_CHANGED_READS = {name: _changed_reads(name) for name in CHANGED_KEYS}
 
 # For each view, the relation its rows of a key are computed from (every row of that relation with
 # the key, and no other) and what that relation reads as it is: while a key's rows are recomputed,
@@ -83,8 +98,8 @@ SCOPES = {
     "run_bin_counts": ("run_requests", "raw_requests"),
 }
 
-# A full rebuild computes each view over slices of its keys (a hash of the key columns), about this
-# many rows of its scope each, one INSERT per slice: the windows that pick the latest parse, score
+# A full rebuild computes each view over slices of its keys (tasks.lake.slices), about this many
+# rows of its scope each, one INSERT per slice: the windows that pick the latest parse, score
 # and trial then hold a slice, not the lake (one pass over 10,000,000 trials peaked at 8.3 GB).
 ROWS_PER_SLICE = 1_000_000
 
@@ -95,8 +110,9 @@ def refresh(lake: Lake, full: bool = False, con: duckdb.DuckDBPyConnection | Non
     """Bring the lake's materialised tables up to date with what changed since the last refresh
     (all of it when ``full``, never refreshed, or their SQL changed); returns what it did:
     ``full``, ``snapshot`` (the one taken in), ``keys`` (recomputed per view), ``slices`` (per view
-    rebuilt) and ``seconds``. ``con``: a DuckDB of the caller's to work on, which stays open with
-    the lake attached for writing (the end of a run checks the catalog on it); else one of its own."""
+    rebuilt), ``tables`` (per view refreshed, its ``seconds`` and ``cpu_seconds``: where the time
+    went) and ``seconds``. ``con``: a DuckDB of the caller's to work on, which stays open with the
+    lake attached for writing (the end of a run checks the catalog on it); else one of its own."""
     started = time.perf_counter()
     own = contextlib.closing(connect(limits=lake.limits)) if con is None else contextlib.nullcontext(con)
     with _LOCK, own as con:
@@ -167,57 +183,83 @@ def _within(con: duckdb.DuckDBPyConnection, full: bool, views: bool) -> dict[str
     if not full:
         _changes(con, last[0] + 1, snapshot, changed)
     slices: dict[str, int] = {}
+    tables: dict[str, dict[str, float]] = {}
+    made: set[str] = set()  # the views whose keys_<view> this refresh computed
     for stmt in materialised_statements():
         (name,) = stmt.defines
-        if full:
-            slices[name] = _rebuild(con, name, stmt.key)
-        else:
-            # a view whose keys read only unchanged tables has no key to recompute
-            keys[name] = _recompute(con, name, stmt.key) if _CHANGED_READS[name] & changed else 0
+        with _timed(name, tables, *((slices, "slice(s)") if full else (keys, "key(s)"))):
+            if full:
+                slices[name] = _rebuild(con, name, stmt.key)
+            else:
+                # a view whose keys read only unchanged tables has no key to recompute
+                keys[name] = _recompute(con, name, stmt.key, made) if _CHANGED_READS[name] & changed else 0
     con.execute(f"INSERT INTO {ALIAS}.main.{MARK_TABLE} VALUES (?, ?, ?, ?, ?)",
                 [snapshot, materialised.definition_digest(), full, sum(keys.values()), now_utc()])
-    return {"full": full, "snapshot": snapshot, "keys": keys, "slices": slices}
+    return {"full": full, "snapshot": snapshot, "keys": keys, "slices": slices, "tables": tables}
+
+
+@contextlib.contextmanager
+def _timed(name: str, tables: dict[str, dict[str, float]], counts: dict[str, int], unit: str) -> Iterator[None]:
+    """Record in ``tables[name]`` the wall and CPU seconds of the block (CPU: the process's, every
+    DuckDB thread), and log them with the process's peak RSS so far: where a refresh's time and
+    memory go, table by table (``counts[name]``: its ``unit``, keys or slices, which the block sets)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    yield
+    tables[name] = {"seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu}
+    log.info("refresh: %s: %s %s in %.1f s (%.1f s of CPU), peak RSS so far %d MiB", name, counts.get(name), unit,
+             tables[name]["seconds"], tables[name]["cpu_seconds"],
+             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 
 
 def _rebuild(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...]) -> int:
     """Replace the lake table ``name`` by its definition from the raw lake, computed over slices
-    of its keys (:data:`ROWS_PER_SLICE`); returns how many slices. A key's rows are all in one
-    slice, so each slice gives exactly that key's rows of the whole definition."""
-    rows = con.execute(f"SELECT count(*) FROM {SCOPES[name][1]}").fetchone()[0]
-    n_slices = max(1, -(-rows // ROWS_PER_SLICE))
-    hashed = f"hash({', '.join(f's.{column}' for column in key)}) % {n_slices}"
-    for i in range(n_slices):
-        write = f"CREATE OR REPLACE TABLE {ALIAS}.main.{name} AS" if i == 0 else f"INSERT INTO {ALIAS}.main.{name}"
-        _insert_scoped(con, name, write, f"WHERE {hashed} = {i}")
-    return n_slices
+    of its keys (:data:`ROWS_PER_SLICE`, ``tasks.lake.slices``); returns how many slices. A key's
+    rows are all in one slice, so each slice gives exactly that key's rows of the whole definition."""
+    with sliced(con, SCOPES[name][1], key, ROWS_PER_SLICE) as parts:
+        for i, part in enumerate(parts):
+            write = f"CREATE OR REPLACE TABLE {ALIAS}.main.{name} AS" if i == 0 else f"INSERT INTO {ALIAS}.main.{name}"
+            _insert_scoped(con, name, write, part)
+        return len(parts)
 
 
-def _recompute(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...]) -> int:
+def _recompute(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...], made: set[str]) -> int:
     """Replace the rows of the keys the changes touch in the lake table ``name``; returns how many keys.
 
     Its definition runs with the relation it is computed from (:data:`SCOPES`) restricted to those
     keys, so the work follows the change rather than the size of the lake."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE refresh_keys AS {CHANGED_KEYS[name]}")
-    n_keys = con.execute("SELECT count(*) FROM refresh_keys").fetchone()[0]
+    keys = _keys(con, name, made)
+    n_keys = con.execute(f"SELECT count(*) FROM {keys}").fetchone()[0]
     if not n_keys:
         return 0
 
     def match(alias: str) -> str:
         return " AND ".join(f"{alias}.{column} IS NOT DISTINCT FROM k.{column}" for column in key)
 
-    con.execute(f"DELETE FROM {ALIAS}.main.{name} r USING refresh_keys k WHERE {match('r')}")
-    _insert_scoped(con, name, f"INSERT INTO {ALIAS}.main.{name}", f"SEMI JOIN refresh_keys k ON {match('s')}")
+    con.execute(f"DELETE FROM {ALIAS}.main.{name} r USING {keys} k WHERE {match('r')}")
+    _insert_scoped(con, name, f"INSERT INTO {ALIAS}.main.{name}",
+                   f"SELECT s.* FROM {SCOPES[name][1]} s SEMI JOIN {keys} k ON {match('s')}")
     return n_keys
 
 
-def _insert_scoped(con: duckdb.DuckDBPyConnection, name: str, write: str, restriction: str) -> None:
+def _keys(con: duckdb.DuckDBPyConnection, name: str, made: set[str]) -> str:
+    """The temporary table ``keys_<name>`` of the keys of view ``name`` the changes touch
+    (:data:`CHANGED_KEYS`), made once per refresh (``made``), with the other views' keys it reads first."""
+    if name not in made:
+        for other in re.findall(r"\bkeys_(\w+)", CHANGED_KEYS[name]):
+            _keys(con, other, made)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE keys_{name} AS {CHANGED_KEYS[name]}")
+        made.add(name)
+    return f"keys_{name}"
+
+
+def _insert_scoped(con: duckdb.DuckDBPyConnection, name: str, write: str, scope: str) -> None:
     """``write`` (an INSERT or CREATE TABLE ... AS) the rows of ``name``'s definition from the raw
-    lake with the relation it is computed from (:data:`SCOPES`, aliased ``s``) read through
-    ``restriction`` (a WHERE or a join that keeps whole keys)."""
+    lake with the relation it is computed from (:data:`SCOPES`) read as ``scope`` (a SELECT of its
+    rows of some whole keys)."""
     # A temporary view shadows the view of its name, in the views that read it too; and unlike
     # that view, it may be created in a transaction that writes to the lake.
-    view, source = SCOPES[name]
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT s.* FROM {source} s {restriction}")
+    view = SCOPES[name][0]
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {scope}")
     try:
         con.execute(f"{write} SELECT * FROM {FROM_RAW.format(name)}")
     finally:
