@@ -17,6 +17,7 @@ import contextlib
 import logging
 import re
 import resource
+import sys
 import threading
 import time
 from typing import Any, Iterator
@@ -208,7 +209,13 @@ def _timed(name: str, tables: dict[str, dict[str, float]], counts: dict[str, int
     tables[name] = {"seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu}
     log.info("refresh: %s: %s %s in %.1f s (%.1f s of CPU), peak RSS so far %d MiB", name, counts.get(name), unit,
              tables[name]["seconds"], tables[name]["cpu_seconds"],
-             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+             _peak_rss_mib())
+
+
+def _peak_rss_mib() -> int:
+    """The process's peak resident memory in MiB (``ru_maxrss`` is in KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // (1 << 20) if sys.platform == "darwin" else peak // 1024
 
 
 def _rebuild(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...]) -> int:
