@@ -130,8 +130,13 @@ def write_files(d: Path, wh: Path) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``root`` with its size and modification time."""
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+    """Every file under ``root`` with its size and modification time, but SQLite's side files of a
+    catalog that was only read: a sweep looks for an earlier run of its plan (flows/known_sweep.py)
+    before a generator rejects a parameter, and a read-only reader of a catalog in WAL mode leaves
+    its ``-shm`` index and an empty ``-wal`` (SQLite lets only a writer remove them). A write shows
+    in the catalog file itself, a non-empty ``-wal`` or a new data file."""
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")
+            if p.is_file() and not p.name.endswith("-shm") and not (p.name.endswith("-wal") and p.stat().st_size == 0)}
 
 
 @pytest.fixture(scope="module")
