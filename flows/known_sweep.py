@@ -12,6 +12,7 @@ INSERT … SELECT), the catalog, the summary and its ``completed`` row. No item 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -22,7 +23,7 @@ from tasks import progress
 from tasks.config import Config
 from tasks.errors import ConfigError
 from tasks.lake.lake import Lake
-from tasks.models.call import CallStats
+from tasks.models.call import CallStats, run_totals
 from tasks.models.routes import RateLimiter
 from tasks.models.spool import spool_dir
 from tasks.records import now_utc
@@ -53,15 +54,16 @@ def known_template(cfg: Config) -> Template | None:
         return None
 
 
-def per_model_stats(cfg: Config, counts: dict[str, dict[str, int]], elapsed_s: float) -> dict[str, CallStats]:
-    """Each model's CallStats as the stream gives them for requests all from the ledger: every one
-    cached, the adaptive concurrency where it stands (nothing was sent to move it)."""
+def per_model_stats(cfg: Config, lake: Lake, run_id: str, elapsed_s: float) -> dict[str, CallStats]:
+    """Each model's CallStats as the stream gives them for requests all from the ledger: the run's
+    totals read back (:func:`tasks.models.call.run_totals`: every request cached), its time, and
+    the adaptive concurrency where it stands (nothing was sent to move it)."""
+    totals = run_totals(lake, run_id)
     stats = {}
     for m in cfg.sweep.models:
-        got, limiter = counts.get(m, {"requests": 0, "trials": 0}), RateLimiter.for_model(m, cfg.model(m))
-        stats[m] = CallStats(trials=got["trials"], requests=got["requests"], cached=got["requests"],
-                             elapsed_s=elapsed_s, concurrency={m: {"min": limiter.limit, "final": limiter.limit,
-                                                                   "throttled": 0}})
+        limiter = RateLimiter.for_model(m, cfg.model(m))
+        stats[m] = dataclasses.replace(totals.get(m, CallStats()), elapsed_s=elapsed_s, concurrency={
+            m: {"min": limiter.limit, "final": limiter.limit, "throttled": 0}})
     return stats
 
 
@@ -83,12 +85,10 @@ def record_known_sweep(cfg: Config, template: Template) -> dict[str, Any]:
             advance(1)
             score_trials(lake, selection, run.run_id)
             advance(1)
-            counts = record_requests(lake, template, run.run_id, now_utc())
+            record_requests(lake, template, run.run_id, now_utc())
             advance(1)
-        per_model = per_model_stats(cfg, counts, time.monotonic() - started)
-        totals = CallStats()
-        for stats in per_model.values():
-            totals.add(stats)
+        per_model = per_model_stats(cfg, lake, run.run_id, time.monotonic() - started)
+        totals = CallStats.total(per_model.values())
         run.count(n_requests=totals.requests, n_sent=0, n_cached=totals.cached, n_errors=0)
         stopping.raise_if_requested()  # the run ends `cancelled`
         catalog = lifecycle.rebuild_catalog(cfg)

@@ -240,9 +240,7 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
                 advance(1)
 
         per_model = run_models(lake, chunks, cfg, run.run_id, config_path, overrides, dispatch)
-        totals = CallStats()
-        for stats in per_model.values():
-            totals.add(stats)
+        totals = CallStats.total(per_model.values())
         run.count(n_requests=totals.requests, n_sent=totals.sent, n_cached=totals.cached, n_errors=totals.errors)
         stopping.raise_if_requested()  # the run ends `cancelled`, with the counts of what it did
         budget = next((s.budget for s in per_model.values() if s.budget), "")

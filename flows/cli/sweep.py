@@ -7,7 +7,7 @@ import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 
@@ -109,14 +109,7 @@ def _known_sweep(cfg: Any) -> Optional[dict[str, Any]]:
         template = known_template(cfg)
     if template is None:
         return None
-    try:
-        with progress_bars():
-            return record_known_sweep(cfg, template)
-    except Exception as exc:
-        if stopping.requested():
-            raise stopping.Stopped(stopping.reason()) from None
-        _fail_on(exc)
-        raise
+    return _performed(functools.partial(record_known_sweep, cfg, template))
 
 
 @contextlib.contextmanager
@@ -165,9 +158,15 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
             from flows.sweep_run import perform_sweep
 
             run = functools.partial(perform_sweep, collected=collected, answered=True)
+    return _performed(functools.partial(run, str(config) if config else None, overrides, select=select))
+
+
+def _performed(sweep: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``sweep()``'s summary, its progress shown as bars; a stop ends it with ``Stopped``, a known
+    failure with its message (:func:`_fail_on`)."""
     try:
         with progress_bars():
-            return run(str(config) if config else None, overrides, select=select)
+            return sweep()
     except Exception as exc:
         # First, so that a stop never waits for what naming the other errors imports (litellm).
         if stopping.requested():  # a stopped flow raises Prefect's CancelledRun; a sweep without Prefect, what stopped it

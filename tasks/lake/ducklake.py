@@ -48,12 +48,18 @@ def retrying(work: Callable[[], T], attempts: int = 20) -> T:
 
 # The alias as a SQL literal: DuckDB's Python client imports pandas (0.35 s of CPU) to bind the first
 # query parameter of a process, and the checks on every opening of the lake (``invarbench sql``) need none.
-_ALIAS_LITERAL = f"'{ALIAS}'"
+_ALIAS_LITERAL = sql_literal(ALIAS)
 
 
 def attached(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the lake is attached to ``con`` (as :data:`ALIAS`)."""
     return con.execute(f"SELECT count(*) FROM duckdb_databases() WHERE database_name = {_ALIAS_LITERAL}").fetchone()[0] > 0
+
+
+def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:
+    """The id of the snapshot the lake attached to ``con`` is read at (the latest, unless attached
+    at another)."""
+    return con.execute(f"SELECT id FROM ducklake_current_snapshot({_ALIAS_LITERAL})").fetchone()[0]
 
 
 def lake_tables(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:

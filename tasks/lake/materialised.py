@@ -17,6 +17,7 @@ import re
 import duckdb
 
 from tasks.lake.ducklake import ALIAS, attached, lake_tables
+from tasks.lake.engine import sql_literal
 from tasks.lake.sql import SQL_DIR, _sql_statements, materialised_statements
 
 # One row per refresh: the snapshot whose changes it took in, the digest of its SQL, whether it rebuilt all.
@@ -78,7 +79,7 @@ def changed_tables(con: duckdb.DuckDBPyConnection, snapshot: int) -> frozenset[s
     at, changed (catalog reads only: each snapshot's list of changes names a table by id, or as
     ``main.<name>`` when it created it)."""
     # literals, not parameters: binding one costs a process the import of pandas (ducklake.attached)
-    tables = ", ".join(f"'{table}'" for table in sorted(source_tables()))  # names of lake_table('\w+')
+    tables = ", ".join(sql_literal(table) for table in sorted(source_tables()))
     names = {str(r[0]): r[1] for r in con.execute(f"SELECT table_id, table_name FROM ducklake_table_info('{ALIAS}') "
                                                   f"WHERE table_name IN ({tables})").fetchall()}
     names |= {f"main.{table}": table for table in source_tables()}

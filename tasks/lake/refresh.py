@@ -25,11 +25,11 @@ from typing import Any, Iterator
 import duckdb
 
 from tasks.lake import ducklake, materialised
-from tasks.lake.ducklake import ALIAS
+from tasks.lake.ducklake import ALIAS, current_snapshot
 from tasks.lake.engine import connect
 from tasks.lake.lake import Lake
 from tasks.lake.materialised import MARK_TABLE, materialised_names
-from tasks.lake.slices import sliced
+from tasks.lake.slices import same_key, sliced
 from tasks.lake.sql import FROM_RAW, materialised_statements
 from tasks.records import now_utc
 
@@ -171,7 +171,7 @@ def _refresh_once(con: duckdb.DuckDBPyConnection, full: bool, views: bool) -> di
 def _within(con: duckdb.DuckDBPyConnection, full: bool, views: bool) -> dict[str, Any]:
     """The refresh inside its transaction: the snapshot it reads is the one it takes in. Raises
     _ViewsNeeded, before writing, when it has work that reads the views and ``views`` is false."""
-    snapshot = con.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')").fetchone()[0]
+    snapshot = current_snapshot(con)
     last = materialised.mark(con)
     full = full or last is None or last[1] != materialised.definition_digest()
     keys: dict[str, int] = {}
@@ -238,13 +238,9 @@ def _recompute(con: duckdb.DuckDBPyConnection, name: str, key: tuple[str, ...], 
     n_keys = con.execute(f"SELECT count(*) FROM {keys}").fetchone()[0]
     if not n_keys:
         return 0
-
-    def match(alias: str) -> str:
-        return " AND ".join(f"{alias}.{column} IS NOT DISTINCT FROM k.{column}" for column in key)
-
-    con.execute(f"DELETE FROM {ALIAS}.main.{name} r USING {keys} k WHERE {match('r')}")
+    con.execute(f"DELETE FROM {ALIAS}.main.{name} r USING {keys} k WHERE {same_key('r', key)}")
     _insert_scoped(con, name, f"INSERT INTO {ALIAS}.main.{name}",
-                   f"SELECT s.* FROM {SCOPES[name][1]} s SEMI JOIN {keys} k ON {match('s')}")
+                   f"SELECT s.* FROM {SCOPES[name][1]} s SEMI JOIN {keys} k ON {same_key('s', key)}")
     return n_keys
 
 

@@ -36,15 +36,20 @@ def sliced(con: duckdb.DuckDBPyConnection, source: str, key: tuple[str, ...],
     n_keys = con.execute(f"SELECT approx_count_distinct(hash({_columns('s', key)})) FROM {source} s").fetchone()[0]
     if n_keys <= GROUPED_KEYS:
         n_slices = _by_key(con, source, key, rows_per_slice)
-        match = " AND ".join(f"s.{column} IS NOT DISTINCT FROM k.{column}" for column in key)
         try:
-            yield [f"SELECT s.* FROM {source} s SEMI JOIN (FROM refresh_slices WHERE refresh_slice = {i}) k ON {match}"
+            yield [f"SELECT s.* FROM {source} s SEMI JOIN (FROM refresh_slices WHERE refresh_slice = {i}) k "
+                   f"ON {same_key('s', key)}"
                    for i in range(n_slices)]
         finally:
             con.execute("DROP TABLE IF EXISTS temp.main.refresh_slices")
     else:
         n_slices = -(-rows // rows_per_slice)
         yield [f"SELECT s.* FROM {source} s WHERE hash({_columns('s', key)}) % {n_slices} = {i}" for i in range(n_slices)]
+
+
+def same_key(alias: str, key: tuple[str, ...]) -> str:
+    """The condition that a row of ``alias`` has the ``key`` of the row of ``k`` (NULL equal to NULL)."""
+    return " AND ".join(f"{alias}.{column} IS NOT DISTINCT FROM k.{column}" for column in key)
 
 
 def _by_key(con: duckdb.DuckDBPyConnection, source: str, key: tuple[str, ...], rows_per_slice: int) -> int:

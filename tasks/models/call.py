@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from tasks.lake.lake import Lake
 from tasks.models.config import ModelConfig
@@ -91,6 +91,14 @@ class CallStats:
     unsent: int = 0
     budget: str = ""
     concurrency: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @classmethod
+    def total(cls, parts: Iterable["CallStats"]) -> "CallStats":
+        """The sum of ``parts`` (:meth:`add`): a run's totals from its models'."""
+        summed = cls()
+        for part in parts:
+            summed.add(part)
+        return summed
 
     def add(self, other: "CallStats") -> None:
         for f in ("trials", "requests", "cached", "sent", "errors", "stopped", "elapsed_s", "waiting", "unsent"):

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from tasks.lake.ducklake import ALIAS, attached
+from tasks.lake.ducklake import attached, current_snapshot
 from tasks.lake.materialised import is_current
 
 # Every table of one report shows the same state of the lake, even while a sweep writes: the
@@ -46,8 +46,7 @@ def connect(lake):
     """The report's own connection, with the views it reads: the lake as of its latest snapshot
     (read-only; the caller closes it)."""
     with contextlib.closing(lake.connect("")) as latest:
-        snapshot = (latest.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')").fetchone()[0]
-                    if attached(latest) else None)
+        snapshot = current_snapshot(latest) if attached(latest) else None
     sql = " ".join([*SNAPSHOT, *QUERIES.values()])  # only the views the report reads
     if snapshot is None:  # a read-only lake that has no catalog yet: its views read empty tables
         return lake.connect(sql)

@@ -123,17 +123,13 @@ def find_template(lake: Lake, key: str | None) -> Template | None:
     return template if check["gaps"] == 0 and check["recorded"] == n_requests else None
 
 
-def record_requests(lake: Lake, template: Template, run_id: str, created_at: dt.datetime) -> dict[str, dict[str, int]]:
-    """Record the template's requests as run ``run_id``'s (one commit, INSERT … SELECT in DuckDB);
-    returns per model its requests and trials."""
+def record_requests(lake: Lake, template: Template, run_id: str, created_at: dt.datetime) -> None:
+    """Record the template's requests as run ``run_id``'s (one commit, INSERT … SELECT in DuckDB)."""
     columns = [name for name in SCHEMAS["requests"].names if name not in ("run_id", "created_at")]
     lake.commit_select("requests", f"""
         SELECT {sql_literal(run_id)} AS run_id, {', '.join(columns)},
                {sql_literal(created_at.isoformat())}::TIMESTAMPTZ AS created_at
         FROM run_requests WHERE run_id = {sql_literal(template.run_id)}""", run_id)
-    return {r["model"]: {"requests": r["requests"], "trials": r["trials"]} for r in lake.read(
-        "SELECT model, count(*) AS requests, count(DISTINCT trial_id) AS trials FROM run_requests "
-        "WHERE run_id = ? GROUP BY model", [run_id])}
 
 
 def plan_columns(key: str | None, dropped_families: list[dict[str, Any]]) -> dict[str, Any]:
