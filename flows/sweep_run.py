@@ -60,7 +60,7 @@ def compute_statistics(cfg: Config) -> dict[str, Any]:
     """The statistics SQL cannot compute (bootstrap intervals, regressions) over the warehouse,
     written to the lake for the report and the views to read."""
     from tasks.analysis.stats import (
-        compute_stats,  # statsmodels, scipy and polars: loaded only by a sweep that reports
+        compute_stats,  # scipy and polars: loaded only by a sweep that reports
     )
 
     with progress.stage("statistics", 1) as advance:

@@ -8,6 +8,7 @@ import shutil
 
 import numpy as np
 import pandas as pd
+import polars as pl
 import pytest
 import statsmodels.formula.api as smf
 
@@ -385,3 +386,57 @@ def test_computed_tables_count_every_outcome_as_the_views_do(tmp_path):
                            "FROM accuracy_by_bin GROUP BY model ORDER BY model")
     assert lake.query("SELECT DISTINCT model, n, n_correct, n_unparsable, n_truncated, n_error FROM computed_regression "
                       "WHERE fit = 'per_model' ORDER BY model") == per_model
+
+
+@pytest.mark.parametrize("n, resamples", [(7, 300), (1500, 1000)])
+def test_family_bootstrap_draws_what_scipy_bootstrap_draws(n, resamples):
+    """The intervals stored before the bootstrap was written out (scipy.stats.bootstrap, paired,
+    vectorized, in batches) come out the same for the same seed: the same draws, the same
+    percentile interval, bit for bit, also with undefined resamples left out."""
+    from scipy.stats import bootstrap as scipy_bootstrap
+    from scipy.stats import quantile
+
+    rng = np.random.default_rng(n)
+    den = rng.integers(0, 3, n).astype(float)
+    den[: n // 2] = 0.0 if n < 10 else den[: n // 2]  # few families scored: some resamples undefined
+    num = np.minimum(den, rng.integers(0, 3, n)).astype(float)
+    ours = bootstrap.family_bootstrap(bootstrap.ratio, [num, den], resamples, np.random.default_rng(3), 0.95)
+    theirs = scipy_bootstrap([num, den], bootstrap.ratio, n_resamples=resamples, batch=max(1, (1 << 20) // n),
+                             vectorized=True, paired=True, confidence_level=0.95, method="percentile",
+                             rng=np.random.default_rng(3)).bootstrap_distribution
+    valid = int(np.count_nonzero(~np.isnan(theirs)))
+    # main took scipy's own interval when every resample was defined, else the same quantiles of the defined ones
+    tail = (1 - 0.95) / 2  # as scipy computes it
+    lo, hi = quantile(theirs, [tail, 1 - tail], nan_policy="omit" if valid < resamples else "propagate")
+    assert ours == (float(lo), float(hi), valid)
+    assert (valid < resamples) == (n < 10)
+
+
+def test_grouped_fit_equals_statsmodels_on_one_row_per_trial():
+    """Trials that share every covariate, fitted as counts per pattern, give statsmodels' fit of
+    one row per trial: estimates, standard errors, p-values, interval and pseudo R²."""
+    import statsmodels.api as sm
+
+    from tasks.analysis.regression import design_matrix, fit_logit
+
+    rng = np.random.default_rng(4)
+    patterns = pl.DataFrame({
+        "model": ["m1"] * 40, "task": ["t"] * 40, "variant": ["a", "b", "c", "d"] * 10,
+        "n_tokens": rng.integers(10, 60, 40), "symbol_density": rng.uniform(0.0, 0.3, 40).round(3),
+        "n_numbers": rng.integers(0, 6, 40), "n_scored": rng.integers(1, 30, 40)})
+    p = 1 / (1 + np.exp(-(1.5 - 0.03 * patterns["n_tokens"].to_numpy())))
+    patterns = patterns.with_columns(n_correct=pl.Series(rng.binomial(patterns["n_scored"].to_numpy(), p)))
+    x, dropped = design_matrix(patterns, "a", None)
+    terms, reason = fit_logit(patterns["n_correct"].to_numpy(), patterns["n_scored"].to_numpy(), x)
+    assert reason == "" and dropped == []
+    # one row per trial: each pattern repeated n_scored times, its first n_correct correct
+    rows = np.repeat(x.to_numpy(), patterns["n_scored"].to_numpy(), axis=0)
+    y = np.concatenate([np.arange(m) < s for s, m in zip(patterns["n_correct"], patterns["n_scored"])]).astype(float)
+    direct = sm.Logit(y, rows).fit(disp=0, maxiter=200)
+    ci = direct.conf_int()
+    for i, term in enumerate(terms):
+        assert term["coef"] == pytest.approx(direct.params[i], rel=1e-9, abs=1e-12)
+        assert term["std_err"] == pytest.approx(direct.bse[i], rel=1e-9)
+        assert term["p_value"] == pytest.approx(direct.pvalues[i], rel=1e-7, abs=1e-15)
+        assert (term["ci_lo"], term["ci_hi"]) == pytest.approx((ci[i, 0], ci[i, 1]), rel=1e-9)
+        assert term["pseudo_r2"] == pytest.approx(direct.prsquared, rel=1e-6)

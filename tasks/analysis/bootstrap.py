@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import warnings
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -45,47 +44,61 @@ def family_bootstrap(statistic: Callable[..., np.ndarray], per_family: Sequence[
     """The percentile interval of ``statistic`` over ``resamples`` resamples of families, and how
     many resamples it was defined in.
 
-    ``per_family`` are 1-D arrays with one entry per family (numerators, denominators);
-    ``statistic(*arrays, axis=-1)`` is vectorized and NaN where undefined. Each resample draws as
-    many families as there are, with replacement, and indexes every array with the same draw
-    (``scipy.stats.bootstrap`` with ``paired=True``), so a statistic of several arrays (a gap) is
-    recomputed on one draw.
+    ``per_family`` are 1-D arrays of counts with one entry per family (numerators,
+    denominators); ``statistic(*arrays, axis=-1)`` is vectorized and NaN where undefined. Each
+    resample draws as many families as there are, with replacement, and indexes every array with
+    the same draw, so a statistic of several arrays (a gap) is recomputed on one draw.
     """
-    from scipy.stats import DegenerateDataWarning, bootstrap, quantile
+    from scipy.stats import quantile
 
     n = per_family[0].shape[0]
-    if n < 2:  # scipy wants two observations; one family resamples to itself every time
+    if n < 2:  # one family resamples to itself every time
         value = float(statistic(*per_family, axis=-1))
         return (None, None, 0) if np.isnan(value) else (value, value, resamples)
-    with warnings.catch_warnings():
-        # With undefined resamples scipy's interval is NaN (and it warns so); the interval is then
-        # taken below from the defined part of its bootstrap distribution.
-        warnings.simplefilter("ignore", DegenerateDataWarning)
-        result = bootstrap(per_family, statistic, n_resamples=resamples, batch=max(1, _BATCH_CELLS // n),
-                           vectorized=True, paired=True, confidence_level=level, method="percentile", rng=rng)
-    distribution = result.bootstrap_distribution
+    distribution = _distribution(statistic, per_family, resamples, rng)
     valid = int(np.count_nonzero(~np.isnan(distribution)))
     if valid == 0:
         return None, None, 0
-    if valid == distribution.size:
-        return float(result.confidence_interval.low), float(result.confidence_interval.high), valid
-    # scipy's quantile propagates NaN: the undefined resamples are left out, as documented, and
-    # the same percentile interval (linear interpolation) is taken over the defined ones.
+    # the percentile interval (linear interpolation) of the defined resamples: the undefined
+    # ones are left out, as documented
     tail = (1.0 - level) / 2
-    lo, hi = quantile(distribution, [tail, 1.0 - tail], nan_policy="omit")
+    lo, hi = quantile(distribution, [tail, 1.0 - tail], nan_policy="omit" if valid < distribution.size else "propagate")
     return float(lo), float(hi), valid
 
 
-def status_counts(frame: pl.DataFrame) -> dict[str, int]:
-    """The outcome counts of the trials of ``frame`` (its ``status`` column) for the statistics,
-    which group trials in Python: the counts of the SQL macro ``status_counts``
-    (sql/macros/status_counts.sql, where the rule is stated)."""
-    status = frame["status"]
-    return {
-        "n_scored": int((status != "error").sum()), "n_correct": int((status == "correct").sum()),
-        "n_wrong": int((status == "wrong").sum()), "n_unparsable": int((status == "unparsable").sum()),
-        "n_truncated": int((status == "truncated").sum()), "n_error": int((status == "error").sum()),
-    }
+def _distribution(statistic: Callable[..., np.ndarray], per_family: Sequence[np.ndarray], resamples: int,
+                  rng: np.random.Generator) -> np.ndarray:
+    """``statistic`` on each of ``resamples`` resamples of the families: the draws of
+    ``scipy.stats.bootstrap(..., paired=True, vectorized=True, batch=...)`` (the same calls of
+    ``rng.integers``, batch after batch, so a seed gives the intervals stored before), without its
+    copies. The counts are whole numbers, indexed in the narrowest integer type that holds them:
+    their sums are exact, so the statistic is the same as over floats, at a fraction of the
+    memory traffic."""
+    n = per_family[0].shape[0]
+    counts = [values.astype(np.min_scalar_type(int(values.max()))) if _whole(values) else values
+              for values in per_family]
+    batch = max(1, _BATCH_CELLS // n)
+    parts = []
+    for start in range(0, resamples, batch):
+        draw = rng.integers(0, n, (min(batch, resamples - start), n))
+        parts.append(statistic(*(values[draw] for values in counts), axis=-1))
+    return np.concatenate(parts)
+
+
+def _whole(values: np.ndarray) -> bool:
+    """Whether ``values`` are non-negative whole numbers (counts) below 2**53 (exact as floats)."""
+    return bool(values.size and np.all(values >= 0) and np.all(values < 2.0**53) and np.all(values == np.floor(values)))
+
+
+COUNTS = ("n_scored", "n_correct", "n_wrong", "n_unparsable", "n_truncated", "n_error")
+# What invariance_intervals sums per family: the columns of family_unit_family_counts that count.
+CELL_SUMS = ["n_complete", "n_excluded", "n_invariant", "n_consistent", *COUNTS]
+
+
+def summed_counts(frame: pl.DataFrame) -> dict[str, int]:
+    """The outcome counts of the rows of ``frame`` summed: each row holds the counts of some trials
+    (the SQL macro ``status_counts``, sql/macros/status_counts.sql, where the rule is stated)."""
+    return {name: int(frame[name].sum()) for name in COUNTS}
 
 
 def groups(frame: pl.DataFrame, keys: list[str]) -> Iterable[tuple[tuple, pl.DataFrame]]:
@@ -95,56 +108,57 @@ def groups(frame: pl.DataFrame, keys: list[str]) -> Iterable[tuple[tuple, pl.Dat
         yield key, parts[key]
 
 
-def _per_family(frame: pl.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Correct and scored counts per family (rows, by family id) and variant (columns), families
-    with a score. The fixed row order makes a seed give the same family draws."""
+def _per_family(counts: pl.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Correct and scored counts per family (rows, by family id) and variant (columns), of the
+    families with a scored trial, from rows of ``family_outcome_counts``. The fixed row order makes
+    a seed give the same family draws."""
     columns = []
     for j, variant in enumerate(variants):
         in_variant = pl.col("variant") == variant
-        columns += [(in_variant & (pl.col("status") == "correct")).sum().alias(f"num{j}"),
-                    in_variant.sum().alias(f"den{j}")]
-    counts = frame.filter(pl.col("status") != "error").group_by("family_id").agg(columns).sort("family_id")
-    return (counts.select(f"num{j}" for j in range(len(variants))).to_numpy().astype(float),
-            counts.select(f"den{j}" for j in range(len(variants))).to_numpy().astype(float))
+        columns += [pl.col("n_correct").filter(in_variant).sum().alias(f"num{j}"),
+                    pl.col("n_scored").filter(in_variant).sum().alias(f"den{j}")]
+    per_family = counts.group_by("family_id").agg(columns)
+    per_family = per_family.filter(pl.sum_horizontal(f"den{j}" for j in range(len(variants))) > 0).sort("family_id")
+    return (per_family.select(f"num{j}" for j in range(len(variants))).to_numpy().astype(float),
+            per_family.select(f"den{j}" for j in range(len(variants))).to_numpy().astype(float))
 
 
-def accuracy_intervals(trials: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
-    """Bootstrap rows (metric ``accuracy``) per (model, suite, task, variant, prompt style, bin)."""
+def accuracy_intervals(counts: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
+    """Bootstrap rows (metric ``accuracy``) per (model, suite, task, variant, prompt style, bin),
+    from the per-family counts ``family_outcome_counts``."""
     rows = []
     keys = ["model", "suite", "task", "variant", "prompt_style", "bin"]
-    for key, cell in groups(trials, keys):
-        counts = status_counts(cell)
-        row = dict(zip(keys, key), metric="accuracy", bin_lo=int(cell["bin_lo"].min()), **counts)
+    for key, cell in groups(counts, keys):
+        totals = summed_counts(cell)
+        row = dict(zip(keys, key), metric="accuracy", bin_lo=int(cell["bin_lo"].min()), **totals)
         num, den = _per_family(cell, [key[3]])
-        row["n_families"] = int((den[:, 0] > 0).sum())
-        row["n_units"] = counts["n_scored"]
-        if counts["n_scored"]:
-            row["estimate"] = counts["n_correct"] / counts["n_scored"]
-            keep = den[:, 0] > 0
+        row["n_families"] = len(den)
+        row["n_units"] = totals["n_scored"]
+        if totals["n_scored"]:
+            row["estimate"] = totals["n_correct"] / totals["n_scored"]
             row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = family_bootstrap(
-                ratio, [num[keep, 0], den[keep, 0]], resamples, estimate_rng(seed, ("accuracy", *key)), level)
+                ratio, [num[:, 0], den[:, 0]], resamples, estimate_rng(seed, ("accuracy", *key)), level)
         rows.append(row)
     return rows
 
 
-def gap_intervals(trials: pl.DataFrame, variant_order: Sequence[str], resamples: int, seed: int,
+def gap_intervals(counts: pl.DataFrame, variant_order: Sequence[str], resamples: int, seed: int,
                   level: float) -> list[dict[str, Any]]:
-    """Bootstrap rows (metric ``gap``) for each pair of variants of a (model, suite, task, prompt style).
+    """Bootstrap rows (metric ``gap``) for each pair of variants of a (model, suite, task, prompt style),
+    from the per-family counts ``family_outcome_counts``.
 
     The gap is accuracy(variant) − accuracy(variant_b), all bins together; the pair is oriented
     by variant order. Each resample draws families once and recomputes both accuracies on it.
     """
     rows = []
     keys = ["model", "suite", "task", "prompt_style"]
-    for key, group in groups(trials, keys):
+    for key, group in groups(counts, keys):
         variants = sort_variants(group["variant"].unique(), variant_order)
         for a, b in itertools.combinations(variants, 2):
             pair = group.filter(pl.col("variant").is_in([a, b]))
             num, den = _per_family(pair, [a, b])
-            keep = den.sum(axis=1) > 0
-            num, den = num[keep], den[keep]
-            row = dict(zip(keys, key), metric="gap", variant=a, variant_b=b, n_families=int(keep.sum()),
-                       **status_counts(pair))
+            row = dict(zip(keys, key), metric="gap", variant=a, variant_b=b, n_families=len(den),
+                       **summed_counts(pair))
             row["n_units"] = row["n_scored"]
             if den[:, 0].sum() and den[:, 1].sum():
                 row["estimate_a"] = num[:, 0].sum() / den[:, 0].sum()
@@ -157,34 +171,30 @@ def gap_intervals(trials: pl.DataFrame, variant_order: Sequence[str], resamples:
     return rows
 
 
-def invariance_intervals(units: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
+def invariance_intervals(families: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
     """Bootstrap rows (metrics ``invariance`` and ``consistency``) per group of family units.
 
-    ``units`` are rows of ``family_units_over()``. Groups are those of the ``invariance`` view,
-    and each suite's groups pooled over tasks sharing a variant list (task and category ``(all)``).
+    ``families`` are rows of ``family_unit_family_counts()`` (units counted per family) with a
+    hashable ``variants_key``. Groups are those of the ``invariance`` view, and each suite's groups
+    pooled over tasks sharing a variant list (task and category ``(all)``).
     """
     rows = []
     for pooled in (False, True):
-        frame = units.with_columns(task=pl.lit(POOLED), category=pl.lit(POOLED)) if pooled else units
+        frame = families.with_columns(task=pl.lit(POOLED), category=pl.lit(POOLED)) if pooled else families
         keys = ["model", "suite", "task", "category", "prompt_style", "variants_key"]
         for key, group in groups(frame, keys):
-            complete = group.filter(pl.col("complete"))
+            # a family's units over the group's tasks (one row per task and category before)
+            per_family = group.group_by("family_id").agg(pl.col(CELL_SUMS).sum()).sort("family_id")
+            complete = per_family.filter(pl.col("n_complete") > 0)  # a fixed order, so a seed gives the same draws
             base = dict(zip(keys[:-1], key[:-1]), variant=key[-1], k=int(group["k"][0]),
-                        n_units=complete.height, n_excluded=int((~group["complete"]).sum()),
-                        n_families=int(complete["family_id"].n_unique()),
-                        n_scored=int(complete["n_scored"].sum()), n_correct=int(complete["n_correct"].sum()),
-                        n_wrong=int(complete["n_wrong"].sum()), n_unparsable=int(complete["n_unparsable"].sum()),
-                        n_truncated=int(complete["n_truncated"].sum()),
-                        n_error=int(group["n_error"].sum()))
+                        n_units=int(complete["n_complete"].sum()), n_excluded=int(per_family["n_excluded"].sum()),
+                        n_families=complete.height, **summed_counts(per_family))
             if complete.is_empty():
                 rows += [dict(base, metric=m) for m in ("invariance", "consistency")]
                 continue
-            per_family = complete.group_by("family_id").agg(
-                units=pl.len(), invariant=pl.col("invariant").sum(), consistent=pl.col("consistent").sum()
-            ).sort("family_id")  # a fixed family order, so a seed gives the same draws
-            den = per_family["units"].to_numpy().astype(float)
-            for metric, column in (("invariance", "invariant"), ("consistency", "consistent")):
-                num = per_family[column].to_numpy().astype(float)
+            den = complete["n_complete"].to_numpy().astype(float)
+            for metric, column in (("invariance", "n_invariant"), ("consistency", "n_consistent")):
+                num = complete[column].to_numpy().astype(float)
                 # both metrics share the group's stream: the same family draws, as one resampling
                 lo, hi, valid = family_bootstrap(ratio, [num, den], resamples,
                                                  estimate_rng(seed, ("invariance", *key)), level)

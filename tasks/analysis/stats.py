@@ -18,8 +18,9 @@ appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id
 Choices (documented here because the papers leave them open):
 
 - Bootstrap: the resampled unit is the family (docs/metrics.md, Bootstrap intervals), drawn with
-  replacement as many times as there are families by ``scipy.stats.bootstrap`` (``paired``: one
-  draw indexes every per-family array), so each estimate is a ratio of sums of the drawn
+  replacement as many times as there are families (the draws of ``scipy.stats.bootstrap`` with
+  ``paired``, written out in :mod:`tasks.analysis.bootstrap`: one draw indexes every per-family
+  array), so each estimate is a ratio of sums of the drawn
   families' numerators and denominators. The interval is the percentile interval of the
   resampled estimates. A gap resamples families once and recomputes both accuracies on the same
   resample before taking the difference, so the interval measures the reported gap; nothing is
@@ -29,6 +30,10 @@ Choices (documented here because the papers leave them open):
   else was computed.
 - Consistency is the SQL ``consistent`` flag of ``family_units_over`` (canonical answers stored
   with the parses, see ``sql/intermediate/family_units_over.sql``); the bootstrap only resamples it.
+- The per-family and per-pattern counts are computed in SQL (:func:`load_patterns`, :func:`load_families`); the regressions
+  are fitted to the trials counted per covariate pattern (:mod:`tasks.analysis.logit`), which
+  gives the estimates of one row per trial; the bootstraps read their counts one (model, suite)
+  at a time.
 - Regression: ``correct`` is 1 for correct and 0 for wrong or unparsable; errors are left out.
   The reference variant is the first by the SQL ``variant_order()`` (``euclid`` when present),
   else by name; the reference model and the reference task are the first by name. A fit that
@@ -47,48 +52,66 @@ from __future__ import annotations
 import hashlib
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import polars as pl
 
-from tasks.analysis.bootstrap import accuracy_intervals, gap_intervals, invariance_intervals
-from tasks.analysis.regression import REGRESSION_FEATURES, regressions
+from tasks.analysis.bootstrap import (
+    accuracy_intervals,
+    gap_intervals,
+    invariance_intervals,
+)
+from tasks.analysis.regression import regressions
 from tasks.lake.lake import Lake
 from tasks.lake.sql import sql_files
 from tasks.lake.views import query
 from tasks.lake.writes import write_rows
 from tasks.records import now_utc
 
-# scipy and statsmodels (more than a second to import) are imported where they compute, so that
-# a report whose statistics are current (stored_computation) never loads them.
+# scipy (more than a second to import) is imported where it computes, so that a report whose
+# statistics are current (stored_computation) never loads it.
 
 ALL_SCOPE = "all"
 # The code whose change changes the statistics: a stored computation is current only if it is the same.
-_CODE = tuple(Path(__file__).with_name(name) for name in ("stats.py", "bootstrap.py", "regression.py"))
+_CODE = tuple(Path(__file__).with_name(name) for name in ("stats.py", "bootstrap.py", "regression.py", "logit.py"))
 
 
-def _scope_filter(run_id: str | None) -> tuple[str, list[Any]]:
-    if run_id is None:
-        return "", []
-    return "WHERE trial_id IN (SELECT trial_id FROM run_trials WHERE run_id = ?)", [run_id]
+def load_patterns(con, run_id: str | None) -> pl.DataFrame:
+    """The trials of the scope (every run, or ``run_id``'s) counted per covariate pattern
+    (``feature_outcome_counts``), for the regressions."""
+    return con.sql("SELECT * FROM feature_outcome_counts(for_run := ?)", params=[run_id]).pl()
 
 
-def load_trials(con, run_id: str | None) -> pl.DataFrame:
-    """Every scored trial (errors included) of the scope, with its family, bin and features."""
-    where, params = _scope_filter(run_id)
-    return con.sql(
-        f"""SELECT model, suite, task, variant, prompt_style, bin, bin_lo, family_id, status,
-                   {", ".join(REGRESSION_FEATURES)}
-            FROM trial_scores {where}""", params=params).pl()
+def load_families(con, run_id: str | None) -> Iterator[dict[str, pl.DataFrame]]:
+    """What the bootstraps resample, counted in SQL over the scope's trials, one (model, suite) at
+    a time (every estimate lies within one, and one at a time bounds the memory: at 10,000,000
+    responses the trials of every family and cell are millions of rows): ``families``
+    (``family_outcome_counts``: trials per family and accuracy cell) and ``units``
+    (``family_unit_family_counts``: family units per family, with a hashable variant key)."""
+    parts = con.sql("SELECT DISTINCT model, suite FROM scoped_trials(for_run := ?) ORDER BY ALL NULLS LAST",
+                    params=[run_id]).fetchall()
+    for model, suite in parts:
+        def read(macro: str) -> pl.DataFrame:
+            return con.sql(f"SELECT * FROM {macro}(for_run := ?) WHERE model IS NOT DISTINCT FROM ? "
+                           "AND suite IS NOT DISTINCT FROM ?", params=[run_id, model, suite]).pl()
+
+        units = read("family_unit_family_counts")
+        yield {"families": read("family_outcome_counts"),
+               "units": units.with_columns(variants_key=pl.col("variants").list.join(","))}
 
 
-def load_units(con, run_id: str | None) -> pl.DataFrame:
-    """Family units over all variants present (``family_units_over``), with a hashable variant key."""
-    units = con.sql("SELECT * FROM family_units_over(for_run := ?)", params=[run_id]).pl()
-    return units.with_columns(variants_key=pl.col("variants").list.join(","))
+def _intervals(con, run_id: str | None, variant_order: list[str], resamples: int, seed: int,
+               level: float) -> list[dict[str, Any]]:
+    """Every bootstrap row of the scope, (model, suite) after (model, suite)."""
+    rows = []
+    for part in load_families(con, run_id):
+        rows += (accuracy_intervals(part["families"], resamples, seed, level)
+                 + gap_intervals(part["families"], variant_order, resamples, seed, level)
+                 + invariance_intervals(part["units"], resamples, seed, level))
+    return rows
 
 
-# The lake tables that trial_scores and family_units_over read.
+# The lake tables that the counts of load_patterns and load_families (trial_scores, family_units_over) read.
 INPUT_TABLES = ("items", "requests", "parses", "scores")
 
 
@@ -135,25 +158,21 @@ def compute_stats(lake: Lake, run_id: str | None = None, resamples: int = 1000, 
     """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
-    con = lake.connect(f"trial_scores family_units_over variant_order {_DIGEST_VIEWS}")
+    con = lake.connect(f"scoped_trials family_outcome_counts feature_outcome_counts family_unit_family_counts "
+                       f"variant_order {_DIGEST_VIEWS}")
     try:
         # Counted before the data is read: a row written meanwhile changes the digest later, so a
         # computation is never taken for current when it missed something.
         inputs = inputs_digest(con)
         variant_order = query(con, "SELECT variant_order() AS v")[0]["v"]
-        trials = load_trials(con, run_id)
-        units = load_units(con, run_id)
+        patterns = load_patterns(con, run_id)
+        intervals = _intervals(con, run_id, variant_order, resamples, seed, level)
     finally:
         con.close()
     computation = {"computation_id": uuid.uuid4().hex, "computed_at": now_utc(), "scope": run_id or ALL_SCOPE}
     boot_meta = {"resamples": resamples, "seed": seed, "level": level, "inputs_sha256": inputs}
-    bootstrap = [
-        {**computation, **boot_meta, **row}
-        for row in accuracy_intervals(trials, resamples, seed, level)
-        + gap_intervals(trials, variant_order, resamples, seed, level)
-        + invariance_intervals(units, resamples, seed, level)
-    ]
-    regression = [{**computation, **row} for row in regressions(trials, variant_order, level)]
+    bootstrap = [{**computation, **boot_meta, **row} for row in intervals]
+    regression = [{**computation, **row} for row in regressions(patterns, variant_order, level)]
     write_rows(lake, "computed_bootstrap", bootstrap)
     write_rows(lake, "computed_regression", regression)
     return {
