@@ -289,7 +289,7 @@ def _check_budget_prices(cfg: Config) -> None:
     if not budgeted:
         return
     from tasks.models.pricing import (
-        price,  # imports litellm: only when a budget is configured
+        price,  # may import litellm (a price no earlier process kept): only when a budget is configured
     )
 
     for name in budgeted:

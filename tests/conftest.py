@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import pytest
 
 from tasks.environment import apply_defaults
+from tasks.models import litellm_facts
 
 if TYPE_CHECKING:
     import postgres_server
@@ -92,6 +93,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         prefect_servers.stop(server.proc)
         shutil.rmtree(server.log.parent, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def litellm_answers_cache(tmp_path_factory) -> Iterator[None]:
+    """litellm's kept answers (tasks/models/litellm_facts.py) in the session's own directory: the
+    tests' loopback servers each take a new port, and each would otherwise add an answer to the
+    developer's ~/.cache/invarbench."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(litellm_facts.CACHE_ENV, str(tmp_path_factory.mktemp("litellm-answers")))
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)

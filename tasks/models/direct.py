@@ -15,16 +15,24 @@ models). A failure becomes the exception the OpenAI client would raise (its own 
 status errors), mapped by litellm's ``exception_type`` into the litellm exceptions that the
 retries and the adaptive limits look at (:mod:`tasks.models.routes`). The server sees the same
 request body either way (tests/test_direct.py).
+
+litellm's answers (route, parameters, and the price of :mod:`tasks.models.pricing`) are kept per
+litellm version (:mod:`tasks.models.litellm_facts`), and :func:`prepare` asks them before the
+first request: so a sweep of such models imports litellm (4-5 s of CPU) only when no earlier
+process kept an answer, or to map a failure (then in a thread: :func:`litellm_loaded`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 from types import SimpleNamespace
 from typing import Any
 
+from tasks.models import litellm_facts
 from tasks.models.config import ModelConfig
+from tasks.models.pricing import price
 
 
 class DirectClient:
@@ -51,16 +59,10 @@ class DirectClient:
     def params(self, sampling: dict[str, Any]) -> dict[str, Any]:
         """The request parameters litellm would send for ``sampling`` (mapped, unsupported ones
         dropped, ``extra_body`` merged in as the OpenAI client does), worked out once per distinct
-        sampling (the seed is one of them)."""
+        sampling (the seed is one of them) and kept (:mod:`tasks.models.litellm_facts`)."""
         key = json.dumps(sampling, sort_keys=True)
         if key not in self._params:
-            from tasks.models.llm import litellm
-
-            mapped = litellm.get_optional_params(model=self.model, custom_llm_provider="openai", drop_params=True,
-                                                 **sampling)
-            mapped.pop("stream", None)  # litellm sends no stream flag for a plain completion
-            mapped.update(mapped.pop("extra_body", None) or {})
-            self._params[key] = mapped
+            self._params[key] = request_params(self.model, sampling)
         return self._params[key]
 
     async def complete(self, body: dict[str, Any]) -> Any:
@@ -74,11 +76,14 @@ class DirectClient:
         try:
             async with self._session().post(self.url, json=payload) as resp:
                 content = await resp.read()
-                if resp.status >= 400:
-                    raise self._status_error(resp.status, dict(resp.headers), content)
-                return completion(json.loads(content))
+                if resp.status < 400:
+                    return completion(json.loads(content))
+                status, headers = resp.status, dict(resp.headers)
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError) as exc:
+            await litellm_loaded()
             raise self._failure(exc) from None
+        await litellm_loaded()
+        raise self._status_error(status, headers, content)
 
     def _status_error(self, status: int, headers: dict[str, str], content: bytes) -> Exception:
         import httpx2
@@ -128,15 +133,74 @@ def completion(data: dict[str, Any]) -> SimpleNamespace:
                               completion_tokens=usage.get("completion_tokens")) if usage else None)
 
 
-def direct_client(cfg: ModelConfig, server: dict[str, str]) -> DirectClient | None:
-    """A :class:`DirectClient` for ``cfg`` when litellm routes it to its ``openai`` provider at an
-    ``api_base`` (``server``: the ``api_base`` and ``api_key`` of a litellm call); None otherwise,
-    and for batch-job models, whose requests go to the provider's batch API instead."""
+def route(model: str, api_base: str) -> tuple[str, str, str | None]:
+    """litellm's route of ``model`` at ``api_base``: the model name it sends, its provider, the
+    ``api_base`` it resolves (``get_llm_provider``); kept per litellm version."""
+    def derive() -> tuple[str, str, str | None]:
+        from tasks.models.llm import litellm
+
+        name, provider, _, base = litellm.get_llm_provider(model, api_base=api_base)
+        return name, provider, base
+
+    return tuple(litellm_facts.known("route", [model, api_base], derive))  # type: ignore[return-value]
+
+
+def request_params(model: str, sampling: dict[str, Any]) -> dict[str, Any]:
+    """The parameters litellm's ``openai`` provider sends for ``sampling`` to ``model`` (the routed
+    name), as the OpenAI client puts them in the body; kept per litellm version."""
+    def derive() -> dict[str, Any]:
+        from tasks.models.llm import litellm
+
+        mapped = litellm.get_optional_params(model=model, custom_llm_provider="openai", drop_params=True, **sampling)
+        mapped.pop("stream", None)  # litellm sends no stream flag for a plain completion
+        mapped.update(mapped.pop("extra_body", None) or {})
+        return mapped
+
+    return litellm_facts.known("params", [model, sampling], derive)
+
+
+async def litellm_loaded() -> None:
+    """Import litellm, when a failure needs its exceptions, in a thread: its seconds of import
+    would otherwise stop the event loop, and with it every other request in flight (their timeouts
+    run on)."""
+    if not litellm_facts.litellm_imported():  # (tasks.models.llm sets its settings, cheaply, once it is)
+        await asyncio.to_thread(importlib.import_module, "tasks.models.llm")
+
+
+def served(cfg: ModelConfig) -> tuple[str, str] | None:
+    """The model name and URL the direct path sends ``cfg``'s requests to, when litellm routes it to
+    its ``openai`` provider at an ``api_base``; None otherwise, and for batch-job models, whose
+    requests go to the provider's batch API instead."""
     if not cfg.api_base or cfg.batch:
         return None
-    from tasks.models.llm import litellm
+    model, provider, api_base = route(cfg.model, cfg.api_base)
+    return (model, api_base or cfg.api_base) if provider == "openai" else None
 
-    model, provider, _, api_base = litellm.get_llm_provider(cfg.model, api_base=cfg.api_base)
-    if provider != "openai":
-        return None
-    return DirectClient(model, api_base or cfg.api_base, server["api_key"], cfg.timeout_s)
+
+def direct_client(cfg: ModelConfig, server: dict[str, str]) -> DirectClient | None:
+    """A :class:`DirectClient` for ``cfg`` when the direct path serves it (:func:`served`), else None
+    (``server``: the ``api_base`` and ``api_key`` of a litellm call)."""
+    target = served(cfg)
+    return DirectClient(target[0], target[1], server["api_key"], cfg.timeout_s) if target else None
+
+
+def sampling_sent(cfg: ModelConfig, sampling: dict[str, Any], sample_idx: int) -> dict[str, Any]:
+    """The sampling parameters a request of ``cfg`` is sent with: its ``sampling``, and its
+    ``sample_idx`` as the seed when it samples (temperature above 0)."""
+    return {**sampling, "seed": sample_idx} if cfg.temperature > 0 else dict(sampling)
+
+
+def prepare(cfg: ModelConfig, samples: int) -> None:
+    """Ask, before a sweep's first request of ``cfg``, what that request asks of litellm: for a model
+    the direct path serves, its route, price and request parameters (of each ``sample_idx`` below
+    ``samples``), which import litellm only when no earlier process kept them
+    (:mod:`tasks.models.litellm_facts`); for any other model, litellm itself (it sends the requests).
+    Called outside the event loop (or in a thread of it): an import there would stall every call."""
+    price(cfg)
+    target = served(cfg)
+    if target is None:
+        import tasks.models.llm  # noqa: F401
+        return
+    for sample_idx in range(samples if cfg.temperature > 0 else 1):
+        request_params(target[0], sampling_sent(cfg, cfg.sampling(), sample_idx))
+    import aiohttp  # noqa: F401 - the first request's import (a second at load), here instead of in the event loop

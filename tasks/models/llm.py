@@ -9,7 +9,9 @@ win, and the environment is as before afterwards (importing changes nothing). li
 settings that every call relies on are set here too, once.
 
 Importing litellm takes seconds, so the modules that use it import this one inside the functions
-that send (routes, batch jobs, the embedded provider): a sweep answered from the ledger never does.
+that need it (routes, batch jobs, the embedded provider, the error mapping of the direct path): a
+sweep answered from the ledger never does, nor one whose models the direct path serves once their
+route, parameters and price are kept (:mod:`tasks.models.litellm_facts`) and none of whose calls fails.
 """
 
 from __future__ import annotations

@@ -21,21 +21,26 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from tasks.models import embedded, embedded_worker, limits
+from tasks.models import embedded, embedded_worker, limits, litellm_facts
 from tasks.models.config import ModelConfig
 from tasks.models.cost import prompt_token_estimate, response_cost
-from tasks.models.direct import DirectClient, direct_client
+from tasks.models.direct import DirectClient, direct_client, sampling_sent
 from tasks.models.pricing import Price, price
 from tasks.records import Request, Response, Route, now_utc
 from tasks.runs import stopping
 
 log = logging.getLogger("invarbench.concurrency")
 
-@functools.cache
 def fatal_errors() -> tuple[type[BaseException], ...]:
     """Errors that a retry cannot fix; everything else (429, 5xx, timeouts, broken bodies) is retried.
     An embedded model's worker that died is restarted for the next chunk, not retried within this one.
-    (Made on first use: litellm is imported only by a sweep that sends something.)"""
+    Each is a litellm exception: none exists before litellm is imported, which a sweep whose calls
+    all go the direct path and succeed never does (:mod:`tasks.models.litellm_facts`)."""
+    return _fatal_errors() if litellm_facts.litellm_imported() else ()
+
+
+@functools.cache
+def _fatal_errors() -> tuple[type[BaseException], ...]:
     from tasks.models.llm import litellm
 
     return (litellm.BadRequestError, litellm.AuthenticationError, litellm.PermissionDeniedError,
@@ -182,9 +187,12 @@ def _log(message: str, *args: Any) -> None:
 
 def is_throttle(exc: BaseException) -> bool:
     """Whether a failure is the provider asking us to slow down: a 429, or any answer with Retry-After."""
-    from tasks.models.llm import litellm
+    if litellm_facts.litellm_imported():  # else exc is no litellm exception
+        from tasks.models.llm import litellm
 
-    return isinstance(exc, litellm.RateLimitError) or _retry_after(exc) is not None
+        if isinstance(exc, litellm.RateLimitError):
+            return True
+    return _retry_after(exc) is not None
 
 
 def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:
@@ -222,8 +230,8 @@ class Caller:
 
     @functools.cached_property
     def price(self) -> Price | None:
-        """The model's price, looked up when first needed (litellm's table: an import a sweep
-        answered from the ledger does not pay)."""
+        """The model's price, looked up when first needed (litellm's table, kept per litellm version:
+        asked before the stream by tasks.models.direct.prepare, so never an import in the event loop)."""
         return price(self.cfg)
 
     @classmethod
@@ -270,9 +278,8 @@ class Caller:
 
     def body(self, request: Request) -> dict[str, Any]:
         """What the provider receives for ``request``: model, messages, sampling (and the seed when sampling)."""
-        body: dict[str, Any] = dict(model=self.cfg.model, messages=self.messages(request), **request.sampling)
-        if self.cfg.temperature > 0:
-            body["seed"] = request.sample_idx
+        body: dict[str, Any] = dict(model=self.cfg.model, messages=self.messages(request),
+                                    **sampling_sent(self.cfg, request.sampling, request.sample_idx))
         if self.cfg.batch:
             # A batch line goes to the provider as is: no litellm route prefix in the model name.
             body["model"] = self.cfg.model.split("/", 1)[1] if "/" in self.cfg.model else self.cfg.model
@@ -290,8 +297,6 @@ class Caller:
             await self.direct.close()
 
     async def _once(self, request: Request, api_key: str | None) -> Any:
-        from tasks.models.llm import litellm
-
         if self.cfg.provider == "local":
             embedded.register()
         body = self.body(request)
@@ -300,6 +305,8 @@ class Caller:
         if direct is not None:
             send: Callable[[], Awaitable[Any]] = lambda: direct.complete(body)  # noqa: E731
         else:
+            from tasks.models.llm import litellm
+
             kwargs: dict[str, Any] = dict(body, model=self.cfg.model, timeout=self.cfg.timeout_s, num_retries=0, max_retries=0,
                                           **self.server(api_key))
             send = lambda: litellm.acompletion(**kwargs)  # noqa: E731

@@ -42,6 +42,7 @@ from tasks.models.call import (
 from tasks.models.claims import Claims
 from tasks.models.config import ModelConfig
 from tasks.models.cost import Budget, estimate_cost
+from tasks.models.direct import prepare
 from tasks.models.routes import Caller, route_for
 from tasks.models.spool import ResponseWriter, replay
 from tasks.records import Request, Response, step_plan
@@ -94,6 +95,9 @@ class ModelStream:
         """Call every trial of ``chunks`` (index, item rows); returns what was done."""
         started = time.monotonic()
         await asyncio.to_thread(replay, self.lake)  # answers a killed sweep received: never paid again
+        # What the first request asks of litellm, answered here: an import of litellm in the event
+        # loop would stall every other model's calls (tasks.models.direct.prepare).
+        await asyncio.to_thread(prepare, self.cfg, self.samples)
         self.caller = Caller.create(self.name, self.cfg, self.run_id)
         throttled_before = self.caller.local.throttled
         self.queue = asyncio.Queue(maxsize=2 * self.cfg.concurrency)
