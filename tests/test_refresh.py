@@ -2,7 +2,8 @@
 up to date equals the same mart computed from the raw lake, on random lakes (seeded: several
 models, samples, parser and scorer versions, rescoring, reparsing, imports, overlapping runs, runs
 answered from the ledger, late answers, items stored after their scores), after each incremental
-refresh and after a full one; an interrupted refresh leaves the previous state and the next
+refresh and after a full one; an interrupted refresh leaves every table whole (its previous rows,
+or its new ones: each table is a transaction) and the views reading the raw lake, and the next
 completes it; the views read the raw lake while a source changed since the last refresh; old lakes
 open and refresh to the same marts."""
 
@@ -11,11 +12,15 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import pickle
 import random
 import shutil
+import subprocess
+import sys
 
 import duckdb
 import pytest
+from conftest import REPO, process_env
 from lake_fixtures import LakeBuilder
 from test_duckdb_pin import FIXTURE, assert_same_marts
 
@@ -236,17 +241,27 @@ def test_an_interrupted_refresh_leaves_the_previous_state_and_the_next_completes
     assert "lake_table('family_trials')" in _view_sql(made.b.lake, "family_trials")  # current: the views read the tables
     with contextlib.closing(_connection(made.b.lake, True)) as con:
         before = {name: _rows(con, name) for name in materialised_names()}
-    made.sweep()
-    made.rescore()
+    # a sweep of a new model: every trial, response and family of it is a new key (its rows are all
+    # among the rows inserted since the mark), which the failed refresh leaves in the tables before
+    # family_trials and the next must not store twice
+    made.sweep(model="m9")
     # the views read the raw lake while a source changed since the last refresh: the same answers
     assert "lake_table('family_trials')" not in _view_sql(made.b.lake, "family_trials")
     # a later view's keys cannot be computed: the refresh fails after changing the tables before it
     monkeypatch.setitem(refresh_module.CHANGED_KEYS, "family_trials", "SELECT no_such_column FROM changed_scores")
     with pytest.raises(duckdb.Error):
         refresh(made.b.lake)
-    with contextlib.closing(_connection(made.b.lake, True)) as con:
-        assert not is_current(con)
-        assert {name: _rows(con, name) for name in materialised_names()} == before
+    names = materialised_names()
+    failed = names.index("family_trials")
+    with contextlib.closing(_connection(made.b.lake, True)) as con, \
+            contextlib.closing(_connection(made.b.lake, False)) as raw:
+        assert not is_current(con)  # the mark did not move: the views read the raw lake
+        after = {name: _rows(con, name) for name in names}
+        # each table is its own transaction: the failed one and those after it hold their previous
+        # rows; each before it, its rows from the raw lake (committed whole, not some of its keys)
+        assert {name: after[name] for name in names[failed:]} == {name: before[name] for name in names[failed:]}
+        assert {name: after[name] for name in names[:failed]} == {name: _rows(raw, name) for name in names[:failed]}
+        assert any(after[name] != before[name] for name in names[:failed])
     monkeypatch.undo()
     assert refresh(made.b.lake)["full"] is False
     assert_materialised_equals_raw(made.b.lake)
@@ -265,3 +280,32 @@ def test_lakes_of_earlier_releases_refresh_to_the_marts_they_gave(tmp_path, fixt
         assert is_current(con)
         assert_same_marts(con, marts)
     assert_materialised_equals_raw(lake)
+
+
+@pytest.mark.slow  # a refresh process (seconds of start-up)
+def test_a_refresh_waits_for_another_process_s_refresh_of_the_lake(tmp_path):
+    """Two sweeps of one lake that end together refresh it together. Each table being a
+    transaction of its own, both planned from the same mark would insert a new model's rows, and
+    DuckLake takes two appends as no conflict: a refresh waits while another process holds the
+    lake's refresh lock, then the one after it has nothing to do."""
+    made = RandomLake(tmp_path, 3)
+    made.sweep()
+    refresh(made.b.lake)
+    made.sweep(model="m9")  # every trial and family of it a new key
+    child = ("import logging, pickle, sys; logging.basicConfig(level=logging.INFO); "
+             "from tasks.lake.refresh import refresh; "
+             "print(sum(refresh(pickle.loads(bytes.fromhex(sys.argv[1])))['keys'].values()))")
+    with made.b.lake.exclusive("refresh"):  # another process's refresh, as it were
+        proc = subprocess.Popen([sys.executable, "-c", child, pickle.dumps(made.b.lake).hex()], cwd=REPO,
+                                env=process_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = []
+        for line in proc.stderr:  # until it says it waits (or ends without waiting: the test fails)
+            seen.append(line)
+            if "waiting for another process's refresh" in line:
+                break
+        assert proc.poll() is None, "".join(seen)[-2000:]  # still waiting, the lock being held
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    assert int(out.split()[-1]) > 0  # it took in the new model's rows once the lock was free
+    assert sum(refresh(made.b.lake)["keys"].values()) == 0  # and the refresh after it found them current
+    assert_materialised_equals_raw(made.b.lake)

@@ -6,8 +6,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import hashlib
+import logging
 import os
 import sqlite3
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Sequence
@@ -24,6 +27,8 @@ from tasks.lake.materialised import is_current
 from tasks.lake.schemas import SCHEMAS
 from tasks.lake.sql import _lake_sql, _needed, _sql_statements
 from tasks.lake.views import query
+
+log = logging.getLogger(__name__)
 
 # The views made on a DuckDB: statement index -> the absent tables and whether materialised.
 Made = dict[int, tuple[frozenset[str], bool]]
@@ -258,6 +263,24 @@ class Lake:
                     old_layout.import_old_layout(con, self.root, self.is_url)
         except OSError as exc:  # a folder that cannot be made (a file in its way, no permission)
             raise self._unusable(exc) from None
+
+    @contextlib.contextmanager
+    def exclusive(self, purpose: str) -> Iterator[None]:
+        """Hold the lake's lock for ``purpose`` (an exclusive ``flock``, which the kernel releases
+        if the process dies), waiting while another process holds it (and logging so first). The
+        lock file is in the machine's temporary folder, named by the catalog, so the lake's own
+        folder gains no file: the processes of one machine are kept apart, not machines sharing a
+        PostgreSQL catalog."""
+        path = self._sqlite_file()
+        catalog = f"sqlite:{os.path.realpath(path)}" if path is not None else self.catalog  # however a process spells it
+        digest = hashlib.sha256(catalog.encode()).hexdigest()[:16]
+        with open(Path(tempfile.gettempdir()) / f"invarbench-{purpose}-{digest}.lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("waiting for another process's %s of the lake %s", purpose, self.location)
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            yield  # released when the file closes
 
     @staticmethod
     @contextlib.contextmanager

@@ -76,17 +76,38 @@ def mark(con: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
 
 def changed_tables(con: duckdb.DuckDBPyConnection, snapshot: int) -> frozenset[str]:
     """The source tables whose rows a snapshot after ``snapshot``, up to the one the lake is read
-    at, changed (catalog reads only: each snapshot's list of changes names a table by id, or as
+    at, changed (catalog reads only)."""
+    return frozenset().union(*(names for _, names in _changes_since(con, snapshot, source_tables())))
+
+
+def whole_at(con: duckdb.DuckDBPyConnection, snapshot: int) -> bool:
+    """Whether the materialised tables hold, for every key, what their views gave at ``snapshot``,
+    the mark (catalog reads only): the refresh that recorded it read no source changed after it
+    (none changed before its last commit, that of the mark; each table is a transaction of its
+    own, which reads the snapshot of its start), and no refresh wrote to them since (an
+    interrupted one leaves some tables ahead of the mark)."""
+    views = frozenset({MARK_TABLE, *materialised_names()})
+    changes = _changes_since(con, snapshot, source_tables() | views)
+    marked = [i for i, (_, names) in enumerate(changes) if MARK_TABLE in names]
+    return bool(marked) and not any(names & source_tables() for _, names in changes[:marked[-1]]) \
+        and not any(names & views for _, names in changes[marked[-1] + 1:])
+
+
+def _changes_since(con: duckdb.DuckDBPyConnection, snapshot: int,
+                   tables: frozenset[str]) -> list[tuple[int, frozenset[str]]]:
+    """Each snapshot after ``snapshot``, up to the one the lake is read at, with which of the lake
+    ``tables`` it changed the rows of (each snapshot's list of changes names a table by id, or as
     ``main.<name>`` when it created it)."""
     # literals, not parameters: binding one costs a process the import of pandas (ducklake.attached)
-    tables = ", ".join(sql_literal(table) for table in sorted(source_tables()))
+    listed = ", ".join(sql_literal(table) for table in sorted(tables))
     names = {str(r[0]): r[1] for r in con.execute(f"SELECT table_id, table_name FROM ducklake_table_info('{ALIAS}') "
-                                                  f"WHERE table_name IN ({tables})").fetchall()}
-    names |= {f"main.{table}": table for table in source_tables()}
-    rows = con.execute(f"SELECT changes FROM ducklake_snapshots('{ALIAS}') WHERE snapshot_id > {int(snapshot)} "
-                       f"AND snapshot_id <= (SELECT id FROM ducklake_current_snapshot('{ALIAS}'))").fetchall()
-    return frozenset(names[table] for (changes,) in rows for kind, tables in changes.items()
-                     if _ROW_CHANGES.search(kind) for table in tables if table in names)
+                                                  f"WHERE table_name IN ({listed})").fetchall()}
+    names |= {f"main.{table}": table for table in tables}
+    rows = con.execute(f"SELECT snapshot_id, changes FROM ducklake_snapshots('{ALIAS}') WHERE snapshot_id > {int(snapshot)} "
+                       f"AND snapshot_id <= (SELECT id FROM ducklake_current_snapshot('{ALIAS}')) "
+                       "ORDER BY snapshot_id").fetchall()
+    return [(snapshot_id, frozenset(names[table] for kind, tables in changes.items() if _ROW_CHANGES.search(kind)
+                                    for table in tables if table in names)) for snapshot_id, changes in rows]
 
 
 def is_current(con: duckdb.DuckDBPyConnection) -> bool:
