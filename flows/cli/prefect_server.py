@@ -4,12 +4,14 @@ Prefect's server in this process."""
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 from tasks.runs import stopping
@@ -28,12 +30,23 @@ def start_prefect_server() -> Callable[[], None]:
     on 2 cores). Started here, by the same command, it boots while this process imports the
     flow's modules. A server that does not come up is stopped and left to the flow, which starts
     its own and reports Prefect's error.
+
+    When this process has not imported Prefect yet, the server is spawned before Prefect's
+    settings are read (importing them takes 0.7-1.4 s, which the server's boot, the longest part
+    of a cold sweep's start-up, no longer waits for): its process reads the same settings from the
+    same environment, profile and files. Should they name a server of the user's own
+    (``PREFECT_API_URL`` in the profile) or turn the temporary server off, it is stopped again.
     """
+    early = None
+    if "prefect" not in sys.modules and not os.environ.get("PREFECT_API_URL"):
+        early = _TemporaryServer(forward_settings=False)
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        if early is not None:
+            early.stop()
         return lambda: None
-    server = _TemporaryServer()
+    server = early or _TemporaryServer()
 
     def wait() -> None:
         # a stop while the server boots ends the wait at once (stopping.raise_if_requested)
@@ -55,8 +68,12 @@ class _TemporaryServer:
     thread, a SIGKILLed sweep leaves no server behind either.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, forward_settings: bool = True) -> None:
         self.port = _free_port()
+        # Prefect's settings of this process, passed on as its SubprocessASGIServer does (they
+        # may differ from what the environment says: temporary_settings); without them, the
+        # server reads its own, and this process need not import Prefect first.
+        self.forward_settings = forward_settings
         self.process: subprocess.Popen[bytes] | None = self._spawn()
         atexit.register(self.stop)
 
@@ -65,13 +82,15 @@ class _TemporaryServer:
         return f"http://127.0.0.1:{self.port}/api"
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        import prefect
-        from prefect.settings import get_current_settings
+        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+        if self.forward_settings:
+            from prefect.settings import get_current_settings
 
-        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
-               **get_current_settings().to_environment_variables(exclude_unset=True)}
+            env.update(get_current_settings().to_environment_variables(exclude_unset=True))
+        # Prefect's install folder, found without importing it (prefect.__module_path__.parent)
+        app_dir = Path(importlib.util.find_spec("prefect").origin).parent.parent
         return subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(app_dir), "--factory",
              "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
              "--log-level", "error", "--lifespan", "on"],
             env=env, start_new_session=True, preexec_fn=die_with_parent)

@@ -50,10 +50,15 @@ def answered_already(cfg: Any, rows: list[dict[str, Any]]) -> bool:
     such a sweep calls nothing and runs without Prefect."""
     import duckdb
 
+    from tasks.lake import old_layout
     from tasks.lake.lake import Lake
     from tasks.models.call import unanswered_trials
 
     lake = Lake.of(cfg, read_only=True)
+    if rows and not lake.has_catalog() and not lake.is_url and not old_layout.found(lake.root, url=False):
+        # A new local warehouse answers none of them. Not asking its DuckDB (0.3-0.5 s of CPU to open)
+        # spawns Prefect's server that much sooner; preload opens it while the server boots.
+        return False
     try:
         return all(unanswered_trials(lake, rows, m, cfg.model(m), cfg.sweep.samples) == 0 for m in cfg.sweep.models)
     except duckdb.Error:  # a data file that does not read: the sweep's own reads set it aside (tasks.lake.quarantine)
@@ -128,14 +133,25 @@ def stopped_cleanly() -> Iterator[None]:
 
 def preload(cfg: Any, rows: list[dict[str, Any]]) -> None:
     """Import what a sweep with calls to make needs later on its critical path, while Prefect's
-    temporary server boots in its own process (this process would otherwise wait idle): litellm
-    (every model's route, price and errors) and, when the lake lacks some of the items, Great
-    Expectations with its context and the tokenizer of the items' surface features."""
+    temporary server boots in its own process (this process would otherwise wait idle): what each
+    model's first request asks of litellm (:func:`tasks.models.direct.prepare`: litellm itself only
+    for a model the direct path does not serve, or whose answers no earlier process kept); when the
+    lake lacks some of the items, Great Expectations with its context and the tokenizer of the
+    items' surface features; and what Prefect imports only once the flow is called (its flow and
+    task engines, the encoder of the flow's parameters: about 1 s of CPU at the flow's start
+    otherwise)."""
+    import fastapi.encoders  # noqa: F401  (prefect.flows validates parameters with it)
+    import prefect.flow_engine  # noqa: F401
+    import prefect.task_engine  # noqa: F401
+    import prefect.utilities.visualization  # noqa: F401
+
     from tasks.items import features, validate
     from tasks.lake.lake import Lake
     from tasks.lake.writes import stored_item_ids
-    from tasks.models import llm  # noqa: F401
+    from tasks.models.direct import prepare
 
+    for name in cfg.sweep.models:
+        prepare(cfg.model(name), cfg.sweep.samples)
     if len(stored_item_ids(Lake.of(cfg, read_only=True), [r["item_id"] for r in rows])) < len(rows):
         validate.prepare()
         features.prepare()
@@ -168,7 +184,7 @@ def _performed(sweep: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         with progress_bars():
             return sweep()
     except Exception as exc:
-        # First, so that a stop never waits for what naming the other errors imports (litellm).
+        # First, so that a stop never waits for what naming the other errors imports (litellm, if not yet).
         if stopping.requested():  # a stopped flow raises Prefect's CancelledRun; a sweep without Prefect, what stopped it
             raise stopping.Stopped(stopping.reason()) from None
         _fail_on(exc)

@@ -1,0 +1,92 @@
+"""A cold sweep's start-up (bench/results.md, "A cold sweep's boot"): the temporary Prefect server
+(flows/cli/prefect_server.py) spawned before this process imports Prefect, and stopped again when
+Prefect's settings name a server of the user's own; a new warehouse not opened to look for answers
+before the server is spawned.
+
+The server tests run in a fresh interpreter (the test process has imported Prefect long ago), with
+``subprocess.Popen`` wrapped to record, for each process started, whether Prefect was imported
+at that moment; the servers are stopped before they finish booting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import fake_model_config
+
+from flows.cli.sweep import answered_already
+from flows.sweep_run import collect_items
+from tasks.config import load_config
+from tasks.lake.lake import Lake
+
+REPO = Path(__file__).resolve().parent.parent
+
+CHILD = r"""
+import json, subprocess, sys
+spawned = []
+_Popen = subprocess.Popen
+
+class Recording(_Popen):
+    def __init__(self, *args, **kwargs):
+        spawned.append({"prefect_imported": "prefect" in sys.modules})
+        super().__init__(*args, **kwargs)
+        spawned[-1]["process"] = self
+
+subprocess.Popen = Recording
+from flows.cli.prefect_server import start_prefect_server
+
+wait = start_prefect_server()
+print(json.dumps({"prefect_imported_at_spawn": [s["prefect_imported"] for s in spawned],
+                  "running_after_start": [s["process"].poll() is None for s in spawned],
+                  "waits": wait.__name__}))
+for s in spawned:  # not waited for: the test is about its start
+    s["process"].terminate()
+    s["process"].wait()
+"""
+
+
+def started(tmp_path: Path, **env: str) -> dict:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    result = subprocess.run([sys.executable, "-c", CHILD], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            env={**clean, "PYTHONPATH": str(REPO), "PREFECT_HOME": str(tmp_path / "home"), **env})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_server_is_spawned_before_prefect_is_imported(tmp_path):
+    """Its boot, the longest part of a cold sweep's start-up, does not wait for the 0.7-1.4 s of
+    importing Prefect's settings."""
+    seen = started(tmp_path)
+    assert seen["prefect_imported_at_spawn"] == [False]
+    assert seen["running_after_start"] == [True]
+    assert seen["waits"] == "wait"
+
+
+def test_a_profile_naming_a_server_of_its_own_stops_the_early_one(tmp_path):
+    """``PREFECT_API_URL`` in the active profile, not in the environment: the server spawned
+    before the settings were read is stopped, and the flow uses the profile's server."""
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text('active = "own"\n\n[profiles.own]\nPREFECT_API_URL = "http://127.0.0.1:9/api"\n')
+    seen = started(tmp_path, PREFECT_PROFILES_PATH=str(profiles))
+    assert seen["prefect_imported_at_spawn"] == [False]
+    assert seen["running_after_start"] == [False]
+    assert seen["waits"] == "<lambda>"
+
+
+def test_an_api_url_in_the_environment_starts_no_server(tmp_path):
+    seen = started(tmp_path, PREFECT_API_URL="http://127.0.0.1:9/api")
+    assert seen["prefect_imported_at_spawn"] == []
+    assert seen["waits"] == "<lambda>"
+
+
+def test_a_new_warehouse_is_not_opened_to_find_its_answers(tmp_path):
+    """It holds none: the sweep calls, and no DuckDB is opened before Prefect's server is spawned."""
+    cfg = load_config(fake_model_config(tmp_path, "http://127.0.0.1:9/v1"))
+    rows = collect_items(cfg)[0]
+    assert rows
+    assert answered_already(cfg, rows) is False
+    assert Lake.of(cfg, read_only=True)._reader is None
