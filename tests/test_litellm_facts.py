@@ -4,6 +4,7 @@ kept, with the same requests, costs and error classes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -228,3 +229,38 @@ def test_a_failure_imports_litellm_and_is_classified_as_before(tmp_path, fault, 
     assert second == {**first, "before": False}
     assert (second["error"], second["throttle"], second["fatal"]) == (error, throttle, False)
     assert second["module"].startswith("litellm")
+
+
+def test_a_slow_import_of_litellm_for_a_failure_is_not_the_provider_s_timeout(monkeypatch):
+    """On a busy machine litellm's import for the first failure can take longer than the request's
+    deadline: the failure is still the provider's answer (a 429 throttles), never a timeout."""
+    from tasks.models import routes
+    from tasks.models.routes import Caller, RateLimiter, is_throttle
+    from tasks.records import Request, Route
+
+    loaded = direct.litellm_loaded
+
+    async def slow_import():
+        await asyncio.sleep(0.6)  # longer than the deadline below
+        await loaded()
+
+    monkeypatch.setattr(direct, "litellm_loaded", slow_import)
+    monkeypatch.setattr(routes, "DEADLINE_MARGIN_S", 0.1)
+    with FakeServer(FakeProvider(fault=lambda content, attempt: "429")) as server:
+        cfg = ModelConfig(model="openai/x", api_base=server.api_base, timeout_s=0.3)
+        local = RateLimiter(cfg, "m")
+        caller = Caller(name="m", cfg=cfg, run_id="r", limiter=local, local=local)
+        req = Request(trial_id="t", item_id="i", model="m", step="answer", route=Route("openai", cfg.model, cfg.api_base),
+                      messages=(("user", "1+1?"),), sampling=cfg.sampling(), sample_idx=0)
+
+        async def once() -> BaseException:
+            try:
+                await caller._once(req, None)
+            except Exception as exc:  # noqa: BLE001 - the failure is what is checked
+                return exc
+            finally:
+                await caller.close()
+            raise AssertionError("a 429 answered as a success")
+
+        exc = asyncio.run(once())
+    assert type(exc).__name__ == "RateLimitError" and is_throttle(exc), repr(exc)

@@ -35,6 +35,18 @@ from tasks.models.config import ModelConfig
 from tasks.models.pricing import price
 
 
+class Unmapped(Exception):
+    """A failed request of the direct path before litellm maps it: the transport's exception
+    (``cause``), or the server's error answer. Raised within the request's deadline and mapped
+    after it (:meth:`DirectClient.mapped`), so that the seconds litellm's import may take on a busy
+    machine are never counted as the provider's and never turn its answer into a timeout."""
+
+    def __init__(self, cause: BaseException | None = None, status: int = 0, headers: dict[str, str] | None = None,
+                 content: bytes = b""):
+        super().__init__(cause or status)
+        self.cause, self.status, self.headers, self.content = cause, status, headers or {}, content
+
+
 class DirectClient:
     """One model's OpenAI-compatible server, called with a session kept open (see the module docstring).
 
@@ -68,7 +80,8 @@ class DirectClient:
     async def complete(self, body: dict[str, Any]) -> Any:
         """Send one request body (model, messages, sampling as ``Caller.body`` builds it); returns
         the completion (``choices[0].message.content``, ``choices[0].finish_reason``, ``usage``),
-        or raises litellm's exception for the failure."""
+        or raises :class:`Unmapped` for a failure, which :meth:`mapped` turns into litellm's
+        exception."""
         import aiohttp
 
         sampling = {k: v for k, v in body.items() if k not in ("model", "messages")}
@@ -78,12 +91,17 @@ class DirectClient:
                 content = await resp.read()
                 if resp.status < 400:
                     return completion(json.loads(content))
-                status, headers = resp.status, dict(resp.headers)
+                raise Unmapped(status=resp.status, headers=dict(resp.headers), content=content)
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, IndexError) as exc:
-            await litellm_loaded()
-            raise self._failure(exc) from None
+            raise Unmapped(cause=exc) from None
+
+    async def mapped(self, failure: Unmapped) -> Exception:
+        """The exception litellm raises for ``failure`` (importing litellm first, in a thread, if no
+        failure of this process needed it yet)."""
         await litellm_loaded()
-        raise self._status_error(status, headers, content)
+        if failure.cause is not None:
+            return self._failure(failure.cause)
+        return self._status_error(failure.status, failure.headers, failure.content)
 
     def _status_error(self, status: int, headers: dict[str, str], content: bytes) -> Exception:
         import httpx2

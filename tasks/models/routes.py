@@ -24,12 +24,16 @@ from typing import Any, Awaitable, Callable
 from tasks.models import embedded, embedded_worker, limits, litellm_facts
 from tasks.models.config import ModelConfig
 from tasks.models.cost import prompt_token_estimate, response_cost
-from tasks.models.direct import DirectClient, direct_client, sampling_sent
+from tasks.models.direct import DirectClient, Unmapped, direct_client, sampling_sent
 from tasks.models.pricing import Price, price
 from tasks.records import Request, Response, Route, now_utc
 from tasks.runs import stopping
 
 log = logging.getLogger("invarbench.concurrency")
+# How long past the model's own timeout_s an attempt may take before it is abandoned as timed out:
+# the client's timeout fires first; this bounds what it does not cover (a stalled connection pool).
+DEADLINE_MARGIN_S = 5.0
+
 
 def fatal_errors() -> tuple[type[BaseException], ...]:
     """Errors that a retry cannot fix; everything else (429, 5xx, timeouts, broken bodies) is retried.
@@ -315,7 +319,10 @@ class Caller:
             # Every limit (pacing, local and shared slots) may be waited for long: a stop requested
             # meanwhile starts no call.
             stopping.raise_if_requested()
-            return await asyncio.wait_for(send(), timeout=self.cfg.timeout_s + 5)
+            try:
+                return await asyncio.wait_for(send(), timeout=self.cfg.timeout_s + DEADLINE_MARGIN_S)
+            except Unmapped as failure:  # mapped outside the deadline: litellm's import is not the provider's time
+                raise await direct.mapped(failure) from None
 
         return await self.limiter.run(tokens, attempt)
 
