@@ -17,6 +17,7 @@ from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
+from tasks.models import claims as claims_module
 from tasks.models.claims import Claims
 from tasks.records import now_utc
 
@@ -46,6 +47,70 @@ def test_simultaneous_claims_have_exactly_one_winner(tmp_path):
                                  "expires_at": now + dt.timedelta(minutes=1)} for run in ("run-y", "run-x")])
     assert Claims(lake, "run-y", 60, 0.0).claim(["r3"]).others == ["r3"]
     assert Claims(lake, "run-x", 60, 0.0).claim(["r3"]).mine == ["r3"]
+
+
+def running(lake: Lake, *run_ids: str) -> None:
+    """``running`` rows of ``run_ids`` (as each sweep writes before it claims anything)."""
+    now = now_utc()
+    write_rows(lake, "runs", [{"run_id": r, "kind": "sweep", "status": "running", "started_at": now, "updated_at": now,
+                               "host": "this-machine", "pid": 1} for r in run_ids])
+
+
+class OnAStore:
+    """A local lake as Claims sees an object store's (``s3://``): its written files may be late to read."""
+
+    is_url = True
+
+    def __init__(self, lake: Lake):
+        self.lake = lake
+
+    def __getattr__(self, name):
+        return getattr(self.lake, name)
+
+
+def pauses(monkeypatch) -> list[float]:
+    """The settle pauses Claims takes from now on (recorded, not slept)."""
+    slept: list[float] = []
+    monkeypatch.setattr(claims_module.time, "sleep", slept.append)
+    return slept
+
+
+def test_a_sweep_alone_on_a_local_lake_claims_without_the_settle_pause(tmp_path, monkeypatch):
+    lake = Lake(str(tmp_path / "lake"))
+    running(lake, "run-a")
+    slept = pauses(monkeypatch)
+    got = Claims(lake, "run-a", 60, 3600.0).claim(["r1", "r2"])
+    assert got.mine == ["r1", "r2"] and slept == []  # no other run is running: nobody else can be claiming
+    # Another run running (a sweep that may be claiming the same requests right now): the pause is kept.
+    running(lake, "run-b")
+    got = Claims(lake, "run-a", 60, 3600.0).claim(["r3"])
+    assert got.mine == ["r3"] and len(slept) == 1 and 3590 < slept[0] <= 3600
+    # Claims of runs that ended do not keep it: they claim nothing any more.
+    now = now_utc()
+    write_rows(lake, "runs", [{"run_id": "run-b", "kind": "sweep", "status": "completed", "started_at": now,
+                               "updated_at": now + dt.timedelta(seconds=1), "host": "this-machine", "pid": 1}])
+    assert Claims(lake, "run-a", 60, 3600.0).claim(["r4"]).mine == ["r4"] and len(slept) == 1
+
+
+def test_a_sweep_on_an_object_store_keeps_the_settle_pause(tmp_path, monkeypatch):
+    lake = Lake(str(tmp_path / "lake"))
+    running(lake, "run-a")
+    slept = pauses(monkeypatch)
+    got = Claims(OnAStore(lake), "run-a", 60, 3600.0).claim(["r1"])
+    assert got.mine == ["r1"] and len(slept) == 1 and 3590 < slept[0] <= 3600
+
+
+def test_a_claim_made_while_another_sweep_starts_is_left_to_the_first(tmp_path, monkeypatch):
+    """The case the skipped pause rests on: the second sweep's run begins after the first sweep's
+    check, so its first read of the claims sees the first sweep's and it sends none of them."""
+    lake = Lake(str(tmp_path / "lake"))
+    running(lake, "run-b")
+    slept = pauses(monkeypatch)
+    assert Claims(lake, "run-b", 60, 3600.0).claim(["r1", "r2"]).mine == ["r1", "r2"] and slept == []
+    running(lake, "run-a")  # the later sweep's run; "run-a" would win a tie of claim times
+    got = Claims(lake, "run-a", 60, 3600.0).claim(["r1", "r2", "r3"])
+    assert got.others == ["r1", "r2"] and got.mine == ["r3"]
+    assert len(slept) == 1  # run-b is running: the second sweep pauses before taking r3
 
 
 @pytest.mark.slow  # a sweep in a process of its own

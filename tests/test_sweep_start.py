@@ -17,7 +17,11 @@ import sys
 from pathlib import Path
 
 from conftest import fake_model_config
+from prefect import flow
+from prefect.flow_engine import FlowRunEngine
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
+from flows.cli.prefect_server import on_the_temporary_server
 from flows.cli.sweep import answered_already
 from flows.sweep_run import collect_items
 from tasks.config import load_config
@@ -42,7 +46,9 @@ from flows.cli.prefect_server import start_prefect_server
 wait = start_prefect_server()
 print(json.dumps({"prefect_imported_at_spawn": [s["prefect_imported"] for s in spawned],
                   "running_after_start": [s["process"].poll() is None for s in spawned],
-                  "waits": wait.__name__}))
+                  "waits": wait.__name__,
+                  # what a flow runs under when no temporary server is waited for (a user's server)
+                  "flow_settings": None if wait.__name__ == "wait" else type(wait()).__name__}))
 for s in spawned:  # not waited for: the test is about its start
     s["process"].terminate()
     s["process"].wait()
@@ -74,13 +80,13 @@ def test_a_profile_naming_a_server_of_its_own_stops_the_early_one(tmp_path):
     seen = started(tmp_path, PREFECT_PROFILES_PATH=str(profiles))
     assert seen["prefect_imported_at_spawn"] == [False]
     assert seen["running_after_start"] == [False]
-    assert seen["waits"] == "<lambda>"
+    assert seen["waits"] == seen["flow_settings"] == "nullcontext"  # the user's server: Prefect's settings as they are
 
 
 def test_an_api_url_in_the_environment_starts_no_server(tmp_path):
     seen = started(tmp_path, PREFECT_API_URL="http://127.0.0.1:9/api")
     assert seen["prefect_imported_at_spawn"] == []
-    assert seen["waits"] == "<lambda>"
+    assert seen["waits"] == seen["flow_settings"] == "nullcontext"
 
 
 def test_a_new_warehouse_is_not_opened_to_find_its_answers(tmp_path):
@@ -90,3 +96,20 @@ def test_a_new_warehouse_is_not_opened_to_find_its_answers(tmp_path):
     assert rows
     assert answered_already(cfg, rows) is False
     assert Lake.of(cfg, read_only=True)._reader is None
+
+
+@flow
+def a_flow() -> None:
+    pass
+
+
+def test_a_flow_run_on_the_temporary_server_sends_no_heartbeats():
+    """Prefect's engine joins its heartbeat thread at every flow run's end (0-1 s idle); the temporary
+    server ends with the sweep, so nothing listens for them. Prefect's own setting still rules."""
+    engine = FlowRunEngine(flow=a_flow)
+    assert engine.heartbeat_seconds is not None  # Prefect's default: heartbeats
+    with on_the_temporary_server():
+        assert engine.heartbeat_seconds is None
+    assert engine.heartbeat_seconds is not None
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}), on_the_temporary_server():
+        assert engine.heartbeat_seconds == 60

@@ -4,6 +4,7 @@ Prefect's server in this process."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import os
 import signal
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ContextManager
 
 from tasks.runs import stopping
 
@@ -20,10 +21,12 @@ from tasks.runs import stopping
 _PORT_TAKEN = 3
 
 
-def start_prefect_server() -> Callable[[], None]:
+def start_prefect_server() -> Callable[[], ContextManager[object]]:
     """Start Prefect's temporary API server now, in its own process, when a flow would start one
     (no ``PREFECT_API_URL``); returns a function that waits until it is up and points this
     process's Prefect at it (a no-op otherwise), or raises ``Stopped`` once a stop is requested.
+    What it returns is the settings to run the flow under (:func:`on_the_temporary_server` when
+    the flow runs on this server, else no change).
 
     A flow starts the same server (``SubprocessASGIServer``) only when it runs, then waits for it,
     and importing the class imports Prefect's whole server into the sweep's process first (3-5 s
@@ -45,17 +48,36 @@ def start_prefect_server() -> Callable[[], None]:
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         if early is not None:
             early.stop()
-        return lambda: None
+        return contextlib.nullcontext
     server = early or _TemporaryServer()
 
-    def wait() -> None:
+    def wait() -> ContextManager[object]:
         # a stop while the server boots ends the wait at once (stopping.raise_if_requested)
         if server.wait_up(stopping.raise_if_requested):
             server.use()
-        else:
-            server.stop()
+            return on_the_temporary_server()
+        server.stop()
+        return contextlib.nullcontext()
 
     return wait
+
+
+def on_the_temporary_server() -> ContextManager[object]:
+    """Prefect's settings for a flow run on the temporary server: no flow-run heartbeats, unless
+    Prefect's own settings ask for them (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, Prefect's way to
+    turn them off too).
+
+    A heartbeat tells a server that outlives the flow's process that the process still lives: an
+    automation marks the flow run crashed when they stop. This server ends with this process
+    (``atexit``, or ``PR_SET_PDEATHSIG`` when it is killed), so none is listening when they would
+    stop, and the run's own end is recorded in the lake whatever happens (``runs``: a killed
+    sweep's run is marked crashed by the next). Prefect's flow engine ends a flow run by joining
+    its heartbeat thread, which sleeps in 1 s steps: 0-1 s idle at the end of every such run (0.8 s
+    measured, bench/results.md "A cold sweep's boot"). A server of the user's own keeps them.
+    """
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    return temporary_settings(set_defaults={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
 
 
 class _TemporaryServer:

@@ -7,7 +7,7 @@ import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, ContextManager, Iterator, Optional
 
 import typer
 
@@ -162,6 +162,7 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
     """The sweep, as the ``sweep`` flow; or, when every answer is in the ledger (``answered``),
     without Prefect: neither its import nor its temporary server (most of such a sweep's time),
     and no flow run (docs/operations.md)."""
+    on_server: ContextManager[object] = contextlib.nullcontext()
     # Start-up (seconds of imports and the server's boot) has nothing in flight: a signal ends it at once.
     with stopping.interruptible():
         if not answered:
@@ -169,12 +170,13 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
             from flows.sweep import sweep as run  # imported while the server boots
 
             preload(cfg, collected[0])
-            server_up()
+            on_server = server_up()
         else:
             from flows.sweep_run import perform_sweep
 
             run = functools.partial(perform_sweep, collected=collected, answered=True)
-    return _performed(functools.partial(run, str(config) if config else None, overrides, select=select))
+    with on_server:
+        return _performed(functools.partial(run, str(config) if config else None, overrides, select=select))
 
 
 def _performed(sweep: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -221,9 +221,9 @@ def rescore(
     server_up = start_prefect_server()
     from flows.rescore import rescore as rescore_flow
 
-    server_up()
-    summary = rescore_flow(str(config) if config else None, runs=run or (), models=model or (),
-                           suites=suite or (), since=since_date)
+    with server_up():
+        summary = rescore_flow(str(config) if config else None, runs=run or (), models=model or (),
+                               suites=suite or (), since=since_date)
     print_rows([{k: c[k] for k in ("model", "suite", "task", "variant", "gold", "previous_status", "status",
                                    "previous_predicted", "predicted", "flipped")} for c in summary["changed"]],
                title=f"rescore {summary['run_id']}: changed scores")

@@ -12,6 +12,17 @@ Both then wait ``claim_settle_s`` and read the claims again: the claim made firs
 to the lower run id, and both compute the same winner, so exactly one of them sends. The settle
 pause must exceed the time a claim file takes to become visible to the other sweep (milliseconds
 on a local disk; raise it for slow object stores).
+
+A sweep alone on a local lake skips the pause (1 s of a cold sweep's start-up, idle): when the
+read that follows its claims' commit finds no other run ``running``, no other sweep can claim
+those requests at the same moment. A sweep claims only inside its run, after that run's
+``running`` row is committed (flows.sweep_run.start_run; dispatched units inside their sweep's
+run), and reads the claims only after that. So any other sweep's ``running`` row committed after
+this read, and its first read of the claims, later still, sees this sweep's claims (a read sees
+every commit that returned before it began) and leaves the requests to it. The argument needs
+that visibility at once, which a local folder gives; on an object store (a ``s3://`` lake), where
+a written file may take a while to read, and whenever another run is ``running``, the pause is
+kept, counted from the claims' commit.
 """
 
 from __future__ import annotations
@@ -51,18 +62,23 @@ class Claims:
         """How often to look again at requests another sweep holds."""
         return max(0.2, min(5.0, self.lease_s / 10))
 
-    def _state(self, ids: Sequence[str]) -> tuple[set[str], dict[str, list[tuple[dt.datetime, str]]]]:
+    def _state(self, ids: Sequence[str]) -> tuple[set[str], dict[str, list[tuple[dt.datetime, str]]], bool]:
+        """What the ledger answers of ``ids``, their live claims by request, and whether another
+        run than this one is ``running``."""
         rows = self.lake.read(f"""
             SELECT 'ok' AS kind, request_id, NULL AS run_id, NULL AS claimed_at FROM ({USABLE_LEDGER_ROWS})
             UNION ALL
             SELECT 'claim', request_id, run_id, claimed_at FROM live_claims
-            WHERE request_id IN (SELECT unnest($1::VARCHAR[]))""", [list(ids)])
+            WHERE request_id IN (SELECT unnest($1::VARCHAR[]))
+            UNION ALL
+            (SELECT 'run', NULL, run_id, NULL FROM runs WHERE status = 'running' AND run_id <> $2 LIMIT 1)""",
+                              [list(ids), self.run_id])
         answered = {r["request_id"] for r in rows if r["kind"] == "ok"}
         live: dict[str, list[tuple[dt.datetime, str]]] = {}
         for r in rows:
             if r["kind"] == "claim":
                 live.setdefault(r["request_id"], []).append((r["claimed_at"], r["run_id"]))
-        return answered, live
+        return answered, live, any(r["kind"] == "run" for r in rows)
 
     def _write(self, ids: Sequence[str]) -> None:
         now = now_utc()
@@ -74,11 +90,12 @@ class Claims:
             for rid in ids])
 
     def claim(self, ids: Sequence[str]) -> ClaimResult:
-        """Claim what no live sweep holds; after the settle pause keep only the claims this run won."""
+        """Claim what no live sweep holds; after the settle pause (none for a sweep alone on a local
+        lake: the module's docstring) keep only the claims this run won."""
         out = ClaimResult()
         if not ids:
             return out
-        answered, live = self._state(ids)
+        answered, live, _ = self._state(ids)
         free = []
         for rid in ids:
             if rid in answered:
@@ -90,8 +107,11 @@ class Claims:
         if not free:
             return out
         self._write(free)
-        time.sleep(self.settle_s)
-        answered, live = self._state(free)
+        written = time.monotonic()
+        answered, live, others_running = self._state(free)
+        if others_running or self.lake.is_url:  # another sweep may be claiming them too: let its claims land
+            time.sleep(max(0.0, self.settle_s - (time.monotonic() - written)))
+            answered, live, _ = self._state(free)
         for rid in free:
             if rid in answered:  # answered by a sweep whose claim ended just before ours
                 out.answered.append(rid)

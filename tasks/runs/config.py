@@ -25,7 +25,8 @@ class SweepConfig(StrictConfig):
     claim_lease_s: float = Field(600.0, gt=0, description="how long a claim on a request being sent lasts "
                                  "unless renewed (a sweep renews its own every third of it)")
     claim_settle_s: float = Field(1.0, ge=0, description="pause between writing claims and re-reading them, "
-                                  "so two sweeps claiming at once agree on one winner")
+                                  "so two sweeps claiming at once agree on one winner (none on a local lake "
+                                  "when no other run is running)")
     stop_grace_s: float = Field(5.0, ge=0, le=300, description="once a sweep is asked to stop (a signal, a "
                                 "cancellation in Prefect), how long its calls in flight may take to finish")
     cancel_poll_s: float = Field(2.0, gt=0, le=60, description="how often a running sweep asks Prefect whether "
