@@ -4,6 +4,7 @@ Consistency@k (the choices are documented in :mod:`tasks.analysis.stats`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -14,8 +15,8 @@ import polars as pl
 
 POOLED = "(all)"
 
-# Resampled index cells per batch (resamples × families): bounds the memory of one bootstrap
-# (a few arrays of this many float64) however many families an estimate has.
+# Drawn class counts per batch (resamples × classes): bounds the memory of one bootstrap however
+# many classes an estimate has.
 _BATCH_CELLS = 1 << 20
 
 
@@ -39,23 +40,44 @@ def gap(numerators_a: np.ndarray, denominators_a: np.ndarray, numerators_b: np.n
     return ratio(numerators_a, denominators_a, axis) - ratio(numerators_b, denominators_b, axis)
 
 
+def family_classes(per_family: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct per-family vectors (one row per class, one column per array of ``per_family``,
+    in lexicographic order) and how many families each holds."""
+    return np.unique(np.column_stack(per_family), axis=0, return_counts=True)
+
+
 def family_bootstrap(statistic: Callable[..., np.ndarray], per_family: Sequence[np.ndarray], resamples: int,
                      rng: np.random.Generator, level: float) -> tuple[float | None, float | None, int]:
     """The percentile interval of ``statistic`` over ``resamples`` resamples of families, and how
     many resamples it was defined in.
 
     ``per_family`` are 1-D arrays of counts with one entry per family (numerators,
-    denominators); ``statistic(*arrays, axis=-1)`` is vectorized and NaN where undefined. Each
-    resample draws as many families as there are, with replacement, and indexes every array with
-    the same draw, so a statistic of several arrays (a gap) is recomputed on one draw.
+    denominators); ``statistic(*arrays, axis=-1)`` is vectorized, a function of the arrays' sums
+    along ``axis``, and NaN where undefined. Each resample draws as many families as there are,
+    with replacement, the same draw for every array, so a statistic of several arrays (a gap) is
+    recomputed on one draw. The draw is made by class (:func:`class_bootstrap`).
+    """
+    values, counts = family_classes(per_family)
+    return class_bootstrap(statistic, values, counts, resamples, rng, level)
+
+
+def class_bootstrap(statistic: Callable[..., np.ndarray], values: np.ndarray, counts: np.ndarray, resamples: int,
+                    rng: np.random.Generator, level: float) -> tuple[float | None, float | None, int]:
+    """:func:`family_bootstrap` of the families summarised as classes: ``values`` (classes ×
+    arrays) the distinct per-family vectors in lexicographic order, ``counts`` the families of each.
+
+    Families with equal vectors are interchangeable in a statistic of sums, so drawing n families
+    with replacement is, in distribution, exactly drawing how many land in each class from
+    Multinomial(n, counts / n): O(classes) per resample instead of O(n). The distribution of the
+    statistic is the one of ``scipy.stats.bootstrap(..., paired=True)``; the draws are not its.
     """
     from scipy.stats import quantile
 
-    n = per_family[0].shape[0]
+    n = int(counts.sum())
     if n < 2:  # one family resamples to itself every time
-        value = float(statistic(*per_family, axis=-1))
+        value = float(statistic(*(counts * values[:, j] for j in range(values.shape[1])), axis=-1))
         return (None, None, 0) if np.isnan(value) else (value, value, resamples)
-    distribution = _distribution(statistic, per_family, resamples, rng)
+    distribution = _distribution(statistic, values, counts, resamples, rng)
     valid = int(np.count_nonzero(~np.isnan(distribution)))
     if valid == 0:
         return None, None, 0
@@ -66,28 +88,20 @@ def family_bootstrap(statistic: Callable[..., np.ndarray], per_family: Sequence[
     return float(lo), float(hi), valid
 
 
-def _distribution(statistic: Callable[..., np.ndarray], per_family: Sequence[np.ndarray], resamples: int,
+def _distribution(statistic: Callable[..., np.ndarray], values: np.ndarray, counts: np.ndarray, resamples: int,
                   rng: np.random.Generator) -> np.ndarray:
-    """``statistic`` on each of ``resamples`` resamples of the families: the draws of
-    ``scipy.stats.bootstrap(..., paired=True, vectorized=True, batch=...)`` (the same calls of
-    ``rng.integers``, batch after batch, so a seed gives the intervals stored before), without its
-    copies. The counts are whole numbers, indexed in the narrowest integer type that holds them:
-    their sums are exact, so the statistic is the same as over floats, at a fraction of the
-    memory traffic."""
-    n = per_family[0].shape[0]
-    counts = [values.astype(np.min_scalar_type(int(values.max()))) if _whole(values) else values
-              for values in per_family]
-    batch = max(1, _BATCH_CELLS // n)
+    """``statistic`` on each of ``resamples`` resamples: per resample the families drawn in each
+    class (``rng.multinomial``, batch after batch), and the arrays' sums over the draw, the drawn
+    counts times the class values. The per-family values are whole counts: every product and
+    partial sum is a whole number below 2**53, so the sums are exact in any order."""
+    n = int(counts.sum())
+    pvals = counts / n
+    batch = max(1, _BATCH_CELLS // len(counts))
     parts = []
     for start in range(0, resamples, batch):
-        draw = rng.integers(0, n, (min(batch, resamples - start), n))
-        parts.append(statistic(*(values[draw] for values in counts), axis=-1))
+        sums = rng.multinomial(n, pvals, size=min(batch, resamples - start)) @ values
+        parts.append(statistic(*(sums[:, j:j + 1] for j in range(values.shape[1])), axis=-1))
     return np.concatenate(parts)
-
-
-def _whole(values: np.ndarray) -> bool:
-    """Whether ``values`` are non-negative whole numbers (counts) below 2**53 (exact as floats)."""
-    return bool(values.size and np.all(values >= 0) and np.all(values < 2.0**53) and np.all(values == np.floor(values)))
 
 
 COUNTS = ("n_scored", "n_correct", "n_wrong", "n_unparsable", "n_truncated", "n_error")
@@ -109,16 +123,16 @@ def groups(frame: pl.DataFrame, keys: list[str]) -> Iterable[tuple[tuple, pl.Dat
 
 
 def _per_family(counts: pl.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Correct and scored counts per family (rows, by family id) and variant (columns), of the
-    families with a scored trial, from rows of ``family_outcome_counts``. The fixed row order makes
-    a seed give the same family draws."""
+    """Correct and scored counts per family (rows, in no particular order: the bootstrap's classes
+    are sorted) and variant (columns), of the families with a scored trial, from rows of
+    ``family_outcome_counts``."""
     columns = []
     for j, variant in enumerate(variants):
         in_variant = pl.col("variant") == variant
         columns += [pl.col("n_correct").filter(in_variant).sum().alias(f"num{j}"),
                     pl.col("n_scored").filter(in_variant).sum().alias(f"den{j}")]
     per_family = counts.group_by("family_id").agg(columns)
-    per_family = per_family.filter(pl.sum_horizontal(f"den{j}" for j in range(len(variants))) > 0).sort("family_id")
+    per_family = per_family.filter(pl.sum_horizontal(f"den{j}" for j in range(len(variants))) > 0)
     return (per_family.select(f"num{j}" for j in range(len(variants))).to_numpy().astype(float),
             per_family.select(f"den{j}" for j in range(len(variants))).to_numpy().astype(float))
 
@@ -184,23 +198,31 @@ def invariance_intervals(families: pl.DataFrame, resamples: int, seed: int, leve
         keys = ["model", "suite", "task", "category", "prompt_style", "variants_key"]
         for key, group in groups(frame, keys):
             # a family's units over the group's tasks (one row per task and category before)
-            per_family = group.group_by("family_id").agg(pl.col(CELL_SUMS).sum()).sort("family_id")
-            complete = per_family.filter(pl.col("n_complete") > 0)  # a fixed order, so a seed gives the same draws
+            per_family = group.group_by("family_id").agg(pl.col(CELL_SUMS).sum())
+            complete = per_family.filter(pl.col("n_complete") > 0)
             base = dict(zip(keys[:-1], key[:-1]), variant=key[-1], k=int(group["k"][0]),
                         n_units=int(complete["n_complete"].sum()), n_excluded=int(per_family["n_excluded"].sum()),
                         n_families=complete.height, **summed_counts(per_family))
             if complete.is_empty():
                 rows += [dict(base, metric=m) for m in ("invariance", "consistency")]
                 continue
-            den = complete["n_complete"].to_numpy().astype(float)
-            for metric, column in (("invariance", "n_invariant"), ("consistency", "n_consistent")):
-                num = complete[column].to_numpy().astype(float)
-                # both metrics share the group's stream: the same family draws, as one resampling
-                lo, hi, valid = family_bootstrap(ratio, [num, den], resamples,
-                                                 estimate_rng(seed, ("invariance", *key)), level)
-                rows.append(dict(base, metric=metric, estimate=num.sum() / den.sum(),
+            # classes of (invariant, consistent, complete): both metrics drawn from the group's
+            # stream over the same classes, so the same draws, as one resampling
+            values, counts = family_classes([complete[c].to_numpy().astype(float) for c in _UNIT_ARRAYS])
+            for metric, j in (("invariance", 0), ("consistency", 1)):
+                lo, hi, valid = class_bootstrap(functools.partial(_unit_ratio, j), values, counts, resamples,
+                                                estimate_rng(seed, ("invariance", *key)), level)
+                rows.append(dict(base, metric=metric, estimate=complete[_UNIT_ARRAYS[j]].sum() / base["n_units"],
                                  ci_lo=lo, ci_hi=hi, n_valid_resamples=valid))
     return rows
+
+
+_UNIT_ARRAYS = ("n_invariant", "n_consistent", "n_complete")
+
+
+def _unit_ratio(j: int, *sums: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The ratio of array ``j`` of :data:`_UNIT_ARRAYS` to the complete units."""
+    return ratio(sums[j], sums[-1], axis)
 
 
 def sort_variants(variants: Iterable[str], variant_order: Sequence[str]) -> list[str]:

@@ -18,11 +18,12 @@ appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id
 Choices (documented here because the papers leave them open):
 
 - Bootstrap: the resampled unit is the family (docs/metrics.md, Bootstrap intervals), drawn with
-  replacement as many times as there are families (the draws of ``scipy.stats.bootstrap`` with
-  ``paired``, written out in :mod:`tasks.analysis.bootstrap`: one draw indexes every per-family
-  array), so each estimate is a ratio of sums of the drawn
-  families' numerators and denominators. The interval is the percentile interval of the
-  resampled estimates. A gap resamples families once and recomputes both accuracies on the same
+  replacement as many times as there are families, one draw for every per-family array (as
+  ``scipy.stats.bootstrap`` with ``paired``), so each estimate is a ratio of sums of the drawn
+  families' numerators and denominators. The draw is made by class (:mod:`tasks.analysis.bootstrap`):
+  families with equal vectors are interchangeable, so a multinomial over the distinct vectors gives
+  the same distribution as drawing families (not scipy's draws: intervals within Monte Carlo
+  error). The interval is the percentile interval of the resampled estimates. A gap resamples families once and recomputes both accuracies on the same
   resample before taking the difference, so the interval measures the reported gap; nothing is
   rounded before a difference. Resamples in which an estimate is undefined (no scored trial
   drawn) are left out and counted (``n_valid_resamples``). Each estimate gets its own random
