@@ -135,6 +135,26 @@ def test_gap_interval_resamples_both_accuracies_together():
     assert hi - lo > 0.15
 
 
+def test_stored_intervals_are_the_class_bootstrap_of_the_per_family_arrays(tmp_path):
+    """SQL counts the classes (sql/intermediate/family_*_classes.sql): the stored accuracy and gap
+    intervals are, to the bit, family_bootstrap over the per-family arrays counted here from the
+    trials as written, with the estimate's stream."""
+    lake, data = regression_lake(tmp_path, models=("m1",), n_families=40)
+    stats.compute_stats(lake.lake, resamples=300, seed=3)
+    stored = {(r["metric"], r["variant"], r["variant_b"]): (r["ci_lo"], r["ci_hi"], r["n_valid_resamples"])
+              for r in lake.query("SELECT * FROM computed_bootstrap WHERE metric IN ('accuracy', 'gap')")}
+    per_family = data.pivot_table(index="family_id", columns="variant", values="correct", aggfunc=["sum", "count"])
+    part = ("m1", "geometry", "length")
+    for a, b in [("euclid", "coord"), ("euclid", "vector"), ("coord", "vector")]:
+        arrays = [per_family[(f, v)].to_numpy(float) for v in (a, b) for f in ("sum", "count")]
+        rng = bootstrap.estimate_rng(3, ("gap", *part, "direct", a, b))
+        assert stored[("gap", a, b)] == bootstrap.family_bootstrap(bootstrap.gap, arrays, 300, rng, 0.95)
+    for v in GEO:
+        arrays = [per_family[(f, v)].to_numpy(float) for f in ("sum", "count")]
+        rng = bootstrap.estimate_rng(3, ("accuracy", *part, v, "direct", "5-30"))
+        assert stored[("accuracy", v, None)] == bootstrap.family_bootstrap(bootstrap.ratio, arrays, 300, rng, 0.95)
+
+
 def test_bootstrap_resamples_families_not_trials():
     """Ten identical trials per family: the clustered interval is as wide as one trial per family,
     wider than a naive trial-level bootstrap would make it."""

@@ -105,8 +105,6 @@ def _distribution(statistic: Callable[..., np.ndarray], values: np.ndarray, coun
 
 
 COUNTS = ("n_scored", "n_correct", "n_wrong", "n_unparsable", "n_truncated", "n_error")
-# What invariance_intervals sums per family: the columns of family_unit_family_counts that count.
-CELL_SUMS = ["n_complete", "n_excluded", "n_invariant", "n_consistent", *COUNTS]
 
 
 def summed_counts(frame: pl.DataFrame) -> dict[str, int]:
@@ -122,106 +120,109 @@ def groups(frame: pl.DataFrame, keys: list[str]) -> Iterable[tuple[tuple, pl.Dat
         yield key, parts[key]
 
 
-def _per_family(counts: pl.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Correct and scored counts per family (rows, in no particular order: the bootstrap's classes
-    are sorted) and variant (columns), of the families with a scored trial, from rows of
-    ``family_outcome_counts``."""
-    columns = []
-    for j, variant in enumerate(variants):
-        in_variant = pl.col("variant") == variant
-        columns += [pl.col("n_correct").filter(in_variant).sum().alias(f"num{j}"),
-                    pl.col("n_scored").filter(in_variant).sum().alias(f"den{j}")]
-    per_family = counts.group_by("family_id").agg(columns)
-    per_family = per_family.filter(pl.sum_horizontal(f"den{j}" for j in range(len(variants))) > 0)
-    return (per_family.select(f"num{j}" for j in range(len(variants))).to_numpy().astype(float),
-            per_family.select(f"den{j}" for j in range(len(variants))).to_numpy().astype(float))
+def _classes(rows: pl.DataFrame, columns: Sequence[str], drawn: pl.Expr) -> tuple[np.ndarray, np.ndarray]:
+    """The classes of the families of ``rows`` (rows of a ``*_classes`` SQL macro: a class's values
+    in ``columns``, its families in ``n_families``) that satisfy ``drawn``, merged and ordered as
+    :func:`family_classes` orders the per-family vectors, so the draws are those of
+    :func:`family_bootstrap` over the per-family arrays."""
+    rows = rows.filter(drawn)
+    values = rows.select(columns).to_numpy().astype(float).reshape(rows.height, len(columns))
+    unique, inverse = np.unique(values, axis=0, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=rows["n_families"].to_numpy(), minlength=len(unique))
+    return unique, counts.astype(np.int64)
 
 
-def accuracy_intervals(counts: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
+def accuracy_intervals(classes: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
     """Bootstrap rows (metric ``accuracy``) per (model, suite, task, variant, prompt style, bin),
-    from the per-family counts ``family_outcome_counts``."""
+    from the classes of families ``family_outcome_classes`` (correct and scored trials per
+    family); the families with a scored trial are resampled."""
     rows = []
     keys = ["model", "suite", "task", "variant", "prompt_style", "bin"]
-    for key, cell in groups(counts, keys):
+    for key, cell in groups(classes, keys):
         totals = summed_counts(cell)
         row = dict(zip(keys, key), metric="accuracy", bin_lo=int(cell["bin_lo"].min()), **totals)
-        num, den = _per_family(cell, [key[3]])
-        row["n_families"] = len(den)
+        values, counts = _classes(cell, ("c_correct", "c_scored"), pl.col("c_scored") > 0)
+        row["n_families"] = int(counts.sum())
         row["n_units"] = totals["n_scored"]
         if totals["n_scored"]:
             row["estimate"] = totals["n_correct"] / totals["n_scored"]
-            row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = family_bootstrap(
-                ratio, [num[:, 0], den[:, 0]], resamples, estimate_rng(seed, ("accuracy", *key)), level)
+            row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = class_bootstrap(
+                ratio, values, counts, resamples, estimate_rng(seed, ("accuracy", *key)), level)
         rows.append(row)
     return rows
 
 
-def gap_intervals(counts: pl.DataFrame, variant_order: Sequence[str], resamples: int, seed: int,
+_PAIR = ("c_correct_a", "c_scored_a", "c_correct_b", "c_scored_b")
+
+
+def gap_intervals(classes: pl.DataFrame, variant_order: Sequence[str], resamples: int, seed: int,
                   level: float) -> list[dict[str, Any]]:
     """Bootstrap rows (metric ``gap``) for each pair of variants of a (model, suite, task, prompt style),
-    from the per-family counts ``family_outcome_counts``.
+    from the classes of families ``family_pair_classes`` (correct and scored trials per family on
+    each variant of the pair); the families with a scored trial on either variant are resampled.
 
     The gap is accuracy(variant) − accuracy(variant_b), all bins together; the pair is oriented
     by variant order. Each resample draws families once and recomputes both accuracies on it.
     """
     rows = []
     keys = ["model", "suite", "task", "prompt_style"]
-    for key, group in groups(counts, keys):
-        variants = sort_variants(group["variant"].unique(), variant_order)
+    for key, group in groups(classes, keys):
+        variants = sort_variants(set(group["variant_a"]) | set(group["variant_b"]), variant_order)
         for a, b in itertools.combinations(variants, 2):
-            pair = group.filter(pl.col("variant").is_in([a, b]))
-            num, den = _per_family(pair, [a, b])
-            row = dict(zip(keys, key), metric="gap", variant=a, variant_b=b, n_families=len(den),
+            pair = group.filter(pl.col("variant_a") == min(a, b), pl.col("variant_b") == max(a, b))
+            # the SQL pair is ordered by name: as (a, b) the variant-order pair's columns
+            columns = _PAIR if a < b else (*_PAIR[2:], *_PAIR[:2])
+            values, counts = _classes(pair, columns, pl.col("c_scored_a") + pl.col("c_scored_b") > 0)
+            row = dict(zip(keys, key), metric="gap", variant=a, variant_b=b, n_families=int(counts.sum()),
                        **summed_counts(pair))
             row["n_units"] = row["n_scored"]
-            if den[:, 0].sum() and den[:, 1].sum():
-                row["estimate_a"] = num[:, 0].sum() / den[:, 0].sum()
-                row["estimate_b"] = num[:, 1].sum() / den[:, 1].sum()
+            num_a, den_a, num_b, den_b = counts @ values
+            if den_a and den_b:
+                row["estimate_a"] = num_a / den_a
+                row["estimate_b"] = num_b / den_b
                 row["estimate"] = row["estimate_a"] - row["estimate_b"]
-                row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = family_bootstrap(
-                    gap, [num[:, 0], den[:, 0], num[:, 1], den[:, 1]], resamples,
-                    estimate_rng(seed, ("gap", *key, a, b)), level)
+                row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = class_bootstrap(
+                    gap, values, counts, resamples, estimate_rng(seed, ("gap", *key, a, b)), level)
             rows.append(row)
     return rows
 
 
-def invariance_intervals(families: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
+_UNITS = ("c_invariant", "c_consistent", "c_complete")
+
+
+def invariance_intervals(classes: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
     """Bootstrap rows (metrics ``invariance`` and ``consistency``) per group of family units.
 
-    ``families`` are rows of ``family_unit_family_counts()`` (units counted per family) with a
-    hashable ``variants_key``. Groups are those of the ``invariance`` view, and each suite's groups
-    pooled over tasks sharing a variant list (task and category ``(all)``).
+    ``classes`` are rows of ``family_unit_classes()`` (families by their invariant, consistent and
+    complete units) with a hashable ``variants_key``. Groups are those of the ``invariance`` view,
+    and each suite's groups pooled over tasks sharing a variant list (task and category
+    ``(all)``: the rows ``pooled``, whose families' units are summed over the tasks).
     """
     rows = []
     for pooled in (False, True):
-        frame = families.with_columns(task=pl.lit(POOLED), category=pl.lit(POOLED)) if pooled else families
+        frame = classes.filter(pl.col("pooled") == pooled)
+        frame = frame.with_columns(task=pl.lit(POOLED), category=pl.lit(POOLED)) if pooled else frame
         keys = ["model", "suite", "task", "category", "prompt_style", "variants_key"]
         for key, group in groups(frame, keys):
-            # a family's units over the group's tasks (one row per task and category before)
-            per_family = group.group_by("family_id").agg(pl.col(CELL_SUMS).sum())
-            complete = per_family.filter(pl.col("n_complete") > 0)
-            base = dict(zip(keys[:-1], key[:-1]), variant=key[-1], k=int(group["k"][0]),
-                        n_units=int(complete["n_complete"].sum()), n_excluded=int(per_family["n_excluded"].sum()),
-                        n_families=complete.height, **summed_counts(per_family))
-            if complete.is_empty():
-                rows += [dict(base, metric=m) for m in ("invariance", "consistency")]
-                continue
             # classes of (invariant, consistent, complete): both metrics drawn from the group's
             # stream over the same classes, so the same draws, as one resampling
-            values, counts = family_classes([complete[c].to_numpy().astype(float) for c in _UNIT_ARRAYS])
+            values, counts = _classes(group, _UNITS, pl.col("c_complete") > 0)
+            base = dict(zip(keys[:-1], key[:-1]), variant=key[-1], k=int(group["k"][0]),
+                        n_units=int(group["n_complete"].sum()), n_excluded=int(group["n_excluded"].sum()),
+                        n_families=int(counts.sum()), **summed_counts(group))
+            if not counts.sum():
+                rows += [dict(base, metric=m) for m in ("invariance", "consistency")]
+                continue
             for metric, j in (("invariance", 0), ("consistency", 1)):
                 lo, hi, valid = class_bootstrap(functools.partial(_unit_ratio, j), values, counts, resamples,
                                                 estimate_rng(seed, ("invariance", *key)), level)
-                rows.append(dict(base, metric=metric, estimate=complete[_UNIT_ARRAYS[j]].sum() / base["n_units"],
-                                 ci_lo=lo, ci_hi=hi, n_valid_resamples=valid))
+                rows.append(dict(base, metric=metric, estimate=int(group[("n_invariant", "n_consistent")[j]].sum())
+                                 / base["n_units"], ci_lo=lo, ci_hi=hi, n_valid_resamples=valid))
     return rows
 
 
-_UNIT_ARRAYS = ("n_invariant", "n_consistent", "n_complete")
-
-
 def _unit_ratio(j: int, *sums: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The ratio of array ``j`` of :data:`_UNIT_ARRAYS` to the complete units."""
+    """The ratio of array ``j`` of the invariant and consistent units to the complete units."""
     return ratio(sums[j], sums[-1], axis)
 
 

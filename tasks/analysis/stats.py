@@ -85,19 +85,20 @@ def load_patterns(con, run_id: str | None) -> pl.DataFrame:
 
 def load_families(con, run_id: str | None) -> Iterator[dict[str, pl.DataFrame]]:
     """What the bootstraps resample, counted in SQL over the scope's trials, one (model, suite) at
-    a time (every estimate lies within one, and one at a time bounds the memory: at 10,000,000
-    responses the trials of every family and cell are millions of rows): ``families``
-    (``family_outcome_counts``: trials per family and accuracy cell) and ``units``
-    (``family_unit_family_counts``: family units per family, with a hashable variant key)."""
+    a time (every estimate lies within one, and one at a time bounds the memory), as classes of
+    families (families with the same counts, which a resample of sums cannot tell apart): a few
+    hundred rows per (model, suite) where the families are hundreds of thousands at 10,000,000
+    responses. ``cells`` (``family_outcome_classes``: per accuracy cell), ``pairs``
+    (``family_pair_classes``: per pair of variants) and ``units`` (``family_unit_classes``: family
+    units, with a hashable variant key)."""
     parts = con.sql("SELECT DISTINCT model, suite FROM scoped_trials(for_run := ?) ORDER BY ALL NULLS LAST",
                     params=[run_id]).fetchall()
     for model, suite in parts:
         def read(macro: str) -> pl.DataFrame:
-            return con.sql(f"SELECT * FROM {macro}(for_run := ?) WHERE model IS NOT DISTINCT FROM ? "
-                           "AND suite IS NOT DISTINCT FROM ?", params=[run_id, model, suite]).pl()
+            return con.sql(f"SELECT * FROM {macro}(?, ?, for_run := ?)", params=[model, suite, run_id]).pl()
 
-        units = read("family_unit_family_counts")
-        yield {"families": read("family_outcome_counts"),
+        units = read("family_unit_classes")
+        yield {"cells": read("family_outcome_classes"), "pairs": read("family_pair_classes"),
                "units": units.with_columns(variants_key=pl.col("variants").list.join(","))}
 
 
@@ -106,8 +107,8 @@ def _intervals(con, run_id: str | None, variant_order: list[str], resamples: int
     """Every bootstrap row of the scope, (model, suite) after (model, suite)."""
     rows = []
     for part in load_families(con, run_id):
-        rows += (accuracy_intervals(part["families"], resamples, seed, level)
-                 + gap_intervals(part["families"], variant_order, resamples, seed, level)
+        rows += (accuracy_intervals(part["cells"], resamples, seed, level)
+                 + gap_intervals(part["pairs"], variant_order, resamples, seed, level)
                  + invariance_intervals(part["units"], resamples, seed, level))
     return rows
 
@@ -159,8 +160,8 @@ def compute_stats(lake: Lake, run_id: str | None = None, resamples: int = 1000, 
     """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
-    con = lake.connect(f"scoped_trials family_outcome_counts feature_outcome_counts family_unit_family_counts "
-                       f"variant_order {_DIGEST_VIEWS}")
+    con = lake.connect(f"scoped_trials family_outcome_classes family_pair_classes feature_outcome_counts "
+                       f"family_unit_classes variant_order {_DIGEST_VIEWS}")
     try:
         # Counted before the data is read: a row written meanwhile changes the digest later, so a
         # computation is never taken for current when it missed something.
