@@ -23,20 +23,13 @@ pairs AS (
        AND a.task IS NOT DISTINCT FROM b.task AND a.prompt_style IS NOT DISTINCT FROM b.prompt_style
        AND a.variant < b.variant
 ),
-sides AS (  -- each family's counts on a variant, once as the pair's a side and once as its b side
-    SELECT p.model, p.suite, p.task, p.prompt_style, p.variant_a, p.variant_b, f.family_id, true AS is_a, f.*
-    EXCLUDE (model, suite, task, prompt_style, variant, family_id)
+sides AS (  -- each family's counts on a variant of a pair, marked as the pair's a or b side
+    SELECT p.model, p.suite, p.task, p.prompt_style, p.variant_a, p.variant_b, f.family_id,
+           f.variant = p.variant_a AS is_a, f.* EXCLUDE (model, suite, task, prompt_style, variant, family_id)
     FROM pairs p JOIN per_variant f
     ON p.model IS NOT DISTINCT FROM f.model AND p.suite IS NOT DISTINCT FROM f.suite
        AND p.task IS NOT DISTINCT FROM f.task AND p.prompt_style IS NOT DISTINCT FROM f.prompt_style
-       AND p.variant_a = f.variant
-    UNION ALL
-    SELECT p.model, p.suite, p.task, p.prompt_style, p.variant_a, p.variant_b, f.family_id, false AS is_a, f.*
-    EXCLUDE (model, suite, task, prompt_style, variant, family_id)
-    FROM pairs p JOIN per_variant f
-    ON p.model IS NOT DISTINCT FROM f.model AND p.suite IS NOT DISTINCT FROM f.suite
-       AND p.task IS NOT DISTINCT FROM f.task AND p.prompt_style IS NOT DISTINCT FROM f.prompt_style
-       AND p.variant_b = f.variant
+       AND f.variant IN (p.variant_a, p.variant_b)
 ),
 per_family AS (
     SELECT model, suite, task, prompt_style, variant_a, variant_b, family_id,
