@@ -136,7 +136,7 @@ def test_gap_interval_resamples_both_accuracies_together():
 
 
 def test_stored_intervals_are_the_class_bootstrap_of_the_per_family_arrays(tmp_path):
-    """SQL counts the classes (sql/intermediate/family_*_classes.sql): the stored accuracy and gap
+    """SQL counts the classes (sql/intermediate/family_cell_classes.sql): the stored accuracy and gap
     intervals are, to the bit, family_bootstrap over the per-family arrays counted here from the
     trials as written, with the estimate's stream."""
     lake, data = regression_lake(tmp_path, models=("m1",), n_families=40)

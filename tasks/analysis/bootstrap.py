@@ -132,49 +132,54 @@ def _classes(rows: pl.DataFrame, columns: Sequence[str], drawn: pl.Expr) -> tupl
     return unique, counts.astype(np.int64)
 
 
-def accuracy_intervals(classes: pl.DataFrame, resamples: int, seed: int, level: float) -> list[dict[str, Any]]:
-    """Bootstrap rows (metric ``accuracy``) per (model, suite, task, variant, prompt style, bin),
-    from the classes of families ``family_outcome_classes`` (correct and scored trials per
-    family); the families with a scored trial are resampled."""
+def family_cells(classes: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``family_cell_classes`` one per class (``class``, its number) and cell (variant
+    and bin) its families have trials in, with their correct and scored trials there."""
+    return classes.with_row_index("class").explode("cells").unnest("cells")
+
+
+def accuracy_intervals(totals: pl.DataFrame, cells: pl.DataFrame, resamples: int, seed: int,
+                       level: float) -> list[dict[str, Any]]:
+    """Bootstrap rows (metric ``accuracy``) per (model, suite, task, variant, prompt style, bin):
+    ``totals`` the cells' outcome counts (``cell_outcome_counts``), ``cells`` the classes of
+    families (:func:`family_cells`); the families with a scored trial in the cell are resampled."""
     rows = []
     keys = ["model", "suite", "task", "variant", "prompt_style", "bin"]
-    for key, cell in groups(classes, keys):
-        totals = summed_counts(cell)
-        row = dict(zip(keys, key), metric="accuracy", bin_lo=int(cell["bin_lo"].min()), **totals)
-        values, counts = _classes(cell, ("c_correct", "c_scored"), pl.col("c_scored") > 0)
+    by_cell = cells.partition_by(keys, as_dict=True)
+    for key, cell in groups(totals, keys):
+        row = dict(zip(keys, key), metric="accuracy", bin_lo=int(cell["bin_lo"].min()), **summed_counts(cell))
+        values, counts = _classes(by_cell.get(key, cells.clear()), ("c_correct", "c_scored"), pl.col("c_scored") > 0)
         row["n_families"] = int(counts.sum())
-        row["n_units"] = totals["n_scored"]
-        if totals["n_scored"]:
-            row["estimate"] = totals["n_correct"] / totals["n_scored"]
+        row["n_units"] = row["n_scored"]
+        if row["n_scored"]:
+            row["estimate"] = row["n_correct"] / row["n_scored"]
             row["ci_lo"], row["ci_hi"], row["n_valid_resamples"] = class_bootstrap(
                 ratio, values, counts, resamples, estimate_rng(seed, ("accuracy", *key)), level)
         rows.append(row)
     return rows
 
 
-_PAIR = ("c_correct_a", "c_scored_a", "c_correct_b", "c_scored_b")
-
-
-def gap_intervals(classes: pl.DataFrame, variant_order: Sequence[str], resamples: int, seed: int,
-                  level: float) -> list[dict[str, Any]]:
-    """Bootstrap rows (metric ``gap``) for each pair of variants of a (model, suite, task, prompt style),
-    from the classes of families ``family_pair_classes`` (correct and scored trials per family on
-    each variant of the pair); the families with a scored trial on either variant are resampled.
+def gap_intervals(totals: pl.DataFrame, cells: pl.DataFrame, variant_order: Sequence[str], resamples: int,
+                  seed: int, level: float) -> list[dict[str, Any]]:
+    """Bootstrap rows (metric ``gap``) for each pair of variants of a (model, suite, task, prompt
+    style), from the cells' totals and the classes of families as :func:`accuracy_intervals`; the
+    families with a scored trial on either variant are resampled.
 
     The gap is accuracy(variant) − accuracy(variant_b), all bins together; the pair is oriented
     by variant order. Each resample draws families once and recomputes both accuracies on it.
     """
     rows = []
     keys = ["model", "suite", "task", "prompt_style"]
-    for key, group in groups(classes, keys):
-        variants = sort_variants(set(group["variant_a"]) | set(group["variant_b"]), variant_order)
+    # each class's correct and scored trials per variant, every bin
+    per_variant = cells.group_by([*keys, "class", "variant"]).agg(
+        pl.col("c_correct", "c_scored").sum(), pl.col("n_families").first()).partition_by(keys, as_dict=True)
+    for key, group in groups(totals, keys):
+        variants = sort_variants(group["variant"].unique(), variant_order)
         for a, b in itertools.combinations(variants, 2):
-            pair = group.filter(pl.col("variant_a") == min(a, b), pl.col("variant_b") == max(a, b))
-            # the SQL pair is ordered by name: as (a, b) the variant-order pair's columns
-            columns = _PAIR if a < b else (*_PAIR[2:], *_PAIR[:2])
-            values, counts = _classes(pair, columns, pl.col("c_scored_a") + pl.col("c_scored_b") > 0)
+            values, counts = _classes(_pair(per_variant.get(key), a, b), _PAIR,
+                                      pl.col("c_scored_a") + pl.col("c_scored_b") > 0)
             row = dict(zip(keys, key), metric="gap", variant=a, variant_b=b, n_families=int(counts.sum()),
-                       **summed_counts(pair))
+                       **summed_counts(group.filter(pl.col("variant").is_in([a, b]))))
             row["n_units"] = row["n_scored"]
             num_a, den_a, num_b, den_b = counts @ values
             if den_a and den_b:
@@ -185,6 +190,20 @@ def gap_intervals(classes: pl.DataFrame, variant_order: Sequence[str], resamples
                     gap, values, counts, resamples, estimate_rng(seed, ("gap", *key, a, b)), level)
             rows.append(row)
     return rows
+
+
+_PAIR = ("c_correct_a", "c_scored_a", "c_correct_b", "c_scored_b")
+
+
+def _pair(per_variant: pl.DataFrame | None, a: str, b: str) -> pl.DataFrame:
+    """Per class with trials on variant ``a`` or ``b``: its families' counts on each (0 where none)."""
+    if per_variant is None:
+        return pl.DataFrame(schema={**{c: pl.Int64 for c in _PAIR}, "n_families": pl.Int64})
+    side = {v: per_variant.filter(pl.col("variant") == v).select(
+        "class", "n_families", pl.col("c_correct").alias(f"c_correct_{s}"), pl.col("c_scored").alias(f"c_scored_{s}"))
+        for v, s in ((a, "a"), (b, "b"))}
+    joined = side[a].join(side[b], on="class", how="full", coalesce=True)
+    return joined.select(pl.col(_PAIR).fill_null(0), pl.coalesce("n_families", "n_families_right").alias("n_families"))
 
 
 _UNITS = ("c_invariant", "c_consistent", "c_complete")

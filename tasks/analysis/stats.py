@@ -59,6 +59,7 @@ import polars as pl
 
 from tasks.analysis.bootstrap import (
     accuracy_intervals,
+    family_cells,
     gap_intervals,
     invariance_intervals,
 )
@@ -88,9 +89,10 @@ def load_families(con, run_id: str | None) -> Iterator[dict[str, pl.DataFrame]]:
     a time (every estimate lies within one, and one at a time bounds the memory), as classes of
     families (families with the same counts, which a resample of sums cannot tell apart): a few
     hundred rows per (model, suite) where the families are hundreds of thousands at 10,000,000
-    responses. ``cells`` (``family_outcome_classes``: per accuracy cell), ``pairs``
-    (``family_pair_classes``: per pair of variants) and ``units`` (``family_unit_classes``: family
-    units, with a hashable variant key)."""
+    responses. ``cells`` (:func:`~tasks.analysis.bootstrap.family_cells` of
+    ``family_cell_classes``: for accuracy and gaps), ``totals`` (``cell_outcome_counts``: the
+    cells' outcome counts) and ``units`` (``family_unit_classes``: family units, with a hashable
+    variant key)."""
     parts = con.sql("SELECT DISTINCT model, suite FROM scoped_trials(for_run := ?) ORDER BY ALL NULLS LAST",
                     params=[run_id]).fetchall()
     for model, suite in parts:
@@ -98,7 +100,7 @@ def load_families(con, run_id: str | None) -> Iterator[dict[str, pl.DataFrame]]:
             return con.sql(f"SELECT * FROM {macro}(?, ?, for_run := ?)", params=[model, suite, run_id]).pl()
 
         units = read("family_unit_classes")
-        yield {"cells": read("family_outcome_classes"), "pairs": read("family_pair_classes"),
+        yield {"cells": family_cells(read("family_cell_classes")), "totals": read("cell_outcome_counts"),
                "units": units.with_columns(variants_key=pl.col("variants").list.join(","))}
 
 
@@ -107,8 +109,8 @@ def _intervals(con, run_id: str | None, variant_order: list[str], resamples: int
     """Every bootstrap row of the scope, (model, suite) after (model, suite)."""
     rows = []
     for part in load_families(con, run_id):
-        rows += (accuracy_intervals(part["cells"], resamples, seed, level)
-                 + gap_intervals(part["pairs"], variant_order, resamples, seed, level)
+        rows += (accuracy_intervals(part["totals"], part["cells"], resamples, seed, level)
+                 + gap_intervals(part["totals"], part["cells"], variant_order, resamples, seed, level)
                  + invariance_intervals(part["units"], resamples, seed, level))
     return rows
 
@@ -160,7 +162,7 @@ def compute_stats(lake: Lake, run_id: str | None = None, resamples: int = 1000, 
     """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
-    con = lake.connect(f"scoped_trials family_outcome_classes family_pair_classes feature_outcome_counts "
+    con = lake.connect(f"scoped_trials family_cell_classes cell_outcome_counts feature_outcome_counts "
                        f"family_unit_classes variant_order {_DIGEST_VIEWS}")
     try:
         # Counted before the data is read: a row written meanwhile changes the digest later, so a
