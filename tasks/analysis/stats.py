@@ -18,11 +18,12 @@ appends one *computation* (``computation_id``, ``scope`` = ``all`` or the run id
 Choices (documented here because the papers leave them open):
 
 - Bootstrap: the resampled unit is the family (docs/metrics.md, Bootstrap intervals), drawn with
-  replacement as many times as there are families (the draws of ``scipy.stats.bootstrap`` with
-  ``paired``, written out in :mod:`tasks.analysis.bootstrap`: one draw indexes every per-family
-  array), so each estimate is a ratio of sums of the drawn
-  families' numerators and denominators. The interval is the percentile interval of the
-  resampled estimates. A gap resamples families once and recomputes both accuracies on the same
+  replacement as many times as there are families, one draw for every per-family array (as
+  ``scipy.stats.bootstrap`` with ``paired``), so each estimate is a ratio of sums of the drawn
+  families' numerators and denominators. The draw is made by class (:mod:`tasks.analysis.bootstrap`):
+  families with equal vectors are interchangeable, so a multinomial over the distinct vectors gives
+  the same distribution as drawing families (not scipy's draws: intervals within Monte Carlo
+  error). The interval is the percentile interval of the resampled estimates. A gap resamples families once and recomputes both accuracies on the same
   resample before taking the difference, so the interval measures the reported gap; nothing is
   rounded before a difference. Resamples in which an estimate is undefined (no scored trial
   drawn) are left out and counted (``n_valid_resamples``). Each estimate gets its own random
@@ -58,6 +59,7 @@ import polars as pl
 
 from tasks.analysis.bootstrap import (
     accuracy_intervals,
+    family_cells,
     gap_intervals,
     invariance_intervals,
 )
@@ -84,19 +86,21 @@ def load_patterns(con, run_id: str | None) -> pl.DataFrame:
 
 def load_families(con, run_id: str | None) -> Iterator[dict[str, pl.DataFrame]]:
     """What the bootstraps resample, counted in SQL over the scope's trials, one (model, suite) at
-    a time (every estimate lies within one, and one at a time bounds the memory: at 10,000,000
-    responses the trials of every family and cell are millions of rows): ``families``
-    (``family_outcome_counts``: trials per family and accuracy cell) and ``units``
-    (``family_unit_family_counts``: family units per family, with a hashable variant key)."""
+    a time (every estimate lies within one, and one at a time bounds the memory), as classes of
+    families (families with the same counts, which a resample of sums cannot tell apart): a few
+    hundred rows per (model, suite) where the families are hundreds of thousands at 10,000,000
+    responses. ``cells`` (:func:`~tasks.analysis.bootstrap.family_cells` of
+    ``family_cell_classes``: for accuracy and gaps), ``totals`` (``cell_outcome_counts``: the
+    cells' outcome counts) and ``units`` (``family_unit_classes``: family units, with a hashable
+    variant key)."""
     parts = con.sql("SELECT DISTINCT model, suite FROM scoped_trials(for_run := ?) ORDER BY ALL NULLS LAST",
                     params=[run_id]).fetchall()
     for model, suite in parts:
         def read(macro: str) -> pl.DataFrame:
-            return con.sql(f"SELECT * FROM {macro}(for_run := ?) WHERE model IS NOT DISTINCT FROM ? "
-                           "AND suite IS NOT DISTINCT FROM ?", params=[run_id, model, suite]).pl()
+            return con.sql(f"SELECT * FROM {macro}(?, ?, for_run := ?)", params=[model, suite, run_id]).pl()
 
-        units = read("family_unit_family_counts")
-        yield {"families": read("family_outcome_counts"),
+        units = read("family_unit_classes")
+        yield {"cells": family_cells(read("family_cell_classes")), "totals": read("cell_outcome_counts"),
                "units": units.with_columns(variants_key=pl.col("variants").list.join(","))}
 
 
@@ -105,8 +109,8 @@ def _intervals(con, run_id: str | None, variant_order: list[str], resamples: int
     """Every bootstrap row of the scope, (model, suite) after (model, suite)."""
     rows = []
     for part in load_families(con, run_id):
-        rows += (accuracy_intervals(part["families"], resamples, seed, level)
-                 + gap_intervals(part["families"], variant_order, resamples, seed, level)
+        rows += (accuracy_intervals(part["totals"], part["cells"], resamples, seed, level)
+                 + gap_intervals(part["totals"], part["cells"], variant_order, resamples, seed, level)
                  + invariance_intervals(part["units"], resamples, seed, level))
     return rows
 
@@ -158,8 +162,8 @@ def compute_stats(lake: Lake, run_id: str | None = None, resamples: int = 1000, 
     """
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
-    con = lake.connect(f"scoped_trials family_outcome_counts feature_outcome_counts family_unit_family_counts "
-                       f"variant_order {_DIGEST_VIEWS}")
+    con = lake.connect(f"scoped_trials family_cell_classes cell_outcome_counts feature_outcome_counts "
+                       f"family_unit_classes variant_order {_DIGEST_VIEWS}")
     try:
         # Counted before the data is read: a row written meanwhile changes the digest later, so a
         # computation is never taken for current when it missed something.
