@@ -80,8 +80,10 @@ _CODE = tuple(Path(__file__).with_name(name) for name in ("stats.py", "bootstrap
 
 def load_patterns(con, run_id: str | None) -> pl.DataFrame:
     """The trials of the scope (every run, or ``run_id``'s) counted per covariate pattern
-    (``feature_outcome_counts``), for the regressions."""
-    return con.sql("SELECT * FROM feature_outcome_counts(for_run := ?)", params=[run_id]).pl()
+    (``feature_outcome_counts``), for the regressions, in a fixed order: the fits sum over the rows
+    in their order, and a hash aggregate's order varies run to run (the last bits of the estimates
+    with it)."""
+    return con.sql("SELECT * FROM feature_outcome_counts(for_run := ?) ORDER BY ALL NULLS LAST", params=[run_id]).pl()
 
 
 def load_families(con, run_id: str | None) -> Iterator[dict[str, pl.DataFrame]]:
