@@ -3,13 +3,11 @@ checked against statsmodels fitted directly and against hand counts."""
 
 from __future__ import annotations
 
-import itertools
 import random
 import shutil
 
 import numpy as np
 import pandas as pd
-import polars as pl
 import pytest
 import statsmodels.formula.api as smf
 
@@ -123,18 +121,6 @@ def test_bootstrap_estimates_and_gap(tmp_path):
     assert rows[("accuracy", "m1", "length", None, "vector", None, "5-30")][0] == pytest.approx(by_bin["accuracy"])
 
 
-def test_gap_interval_resamples_both_accuracies_together():
-    """Families correct on both variants or on neither: the gap is 0 in every resample, so its
-    interval is [0, 0], while each accuracy alone varies widely."""
-    rng = np.random.default_rng(0)
-    both = (rng.random(50) < 0.5).astype(float)
-    ones = np.ones(50)
-    assert bootstrap.family_bootstrap(bootstrap.gap, [both, ones, both, ones], 500, np.random.default_rng(1), 0.95) == (
-        0.0, 0.0, 500)
-    lo, hi, _ = bootstrap.family_bootstrap(bootstrap.ratio, [both, ones], 500, np.random.default_rng(1), 0.95)
-    assert hi - lo > 0.15
-
-
 def test_stored_intervals_are_the_class_bootstrap_of_the_per_family_arrays(tmp_path):
     """SQL counts the classes (sql/intermediate/family_cell_classes.sql): the stored accuracy and gap
     intervals are, to the bit, family_bootstrap over the per-family arrays counted here from the
@@ -153,20 +139,6 @@ def test_stored_intervals_are_the_class_bootstrap_of_the_per_family_arrays(tmp_p
         arrays = [per_family[(f, v)].to_numpy(float) for f in ("sum", "count")]
         rng = bootstrap.estimate_rng(3, ("accuracy", *part, v, "direct", "5-30"))
         assert stored[("accuracy", v, None)] == bootstrap.family_bootstrap(bootstrap.ratio, arrays, 300, rng, 0.95)
-
-
-def test_bootstrap_resamples_families_not_trials():
-    """Ten identical trials per family: the clustered interval is as wide as one trial per family,
-    wider than a naive trial-level bootstrap would make it."""
-    family_outcome = (np.arange(20) < 10).astype(float)
-
-    def width(num: np.ndarray, den: np.ndarray) -> float:
-        lo, hi, _ = bootstrap.family_bootstrap(bootstrap.ratio, [num, den], 2000, np.random.default_rng(0), 0.95)
-        return hi - lo
-
-    clustered = width(family_outcome * 10, np.full(20, 10.0))
-    assert clustered == pytest.approx(width(family_outcome, np.ones(20)))
-    assert clustered > 2 * width(np.repeat(family_outcome, 10), np.ones(200))
 
 
 def _direct_gap_interval(data: pd.DataFrame, a: str, b: str, resamples: int, seed: int) -> tuple[float, float]:
@@ -407,116 +379,3 @@ def test_computed_tables_count_every_outcome_as_the_views_do(tmp_path):
                            "FROM accuracy_by_bin GROUP BY model ORDER BY model")
     assert lake.query("SELECT DISTINCT model, n, n_correct, n_unparsable, n_truncated, n_error FROM computed_regression "
                       "WHERE fit = 'per_model' ORDER BY model") == per_model
-
-
-# Five families, two of them equal (four classes), one with no scored trial: all 5^5 draws of five
-# families enumerable. Arrays: numerators and denominators of variant a, then of variant b.
-SMALL = [np.array(a, dtype=float) for a in ([1, 1, 0, 0, 2], [1, 1, 2, 0, 3], [0, 0, 1, 0, 1], [1, 1, 1, 0, 2])]
-
-
-def _exact_distribution(statistic, per_family) -> dict[float, float]:
-    """P(statistic = v) over every one of the n^n equally likely draws of n families with
-    replacement; an undefined statistic (NaN) is keyed "nan"."""
-    n = len(per_family[0])
-    draws = np.array(list(itertools.product(range(n), repeat=n)))
-    values = statistic(*(a[draws] for a in per_family), axis=-1)
-    exact: dict = {}
-    for v in values:
-        k = "nan" if np.isnan(v) else round(float(v), 12)
-        exact[k] = exact.get(k, 0.0) + 1.0 / len(draws)
-    return exact
-
-
-@pytest.mark.parametrize("statistic, arrays", [(bootstrap.ratio, SMALL[:2]), (bootstrap.gap, SMALL)])
-def test_class_bootstrap_draws_the_family_bootstrap_s_distribution(statistic, arrays):
-    """Drawing per class (a multinomial over the distinct family vectors) gives the distribution of
-    drawing families with replacement: against the exact distribution over all 5^5 draws, a
-    chi-square test and the largest gap between the two CDFs (about 0.003 expected at 40,000
-    resamples; DKW puts P(> 0.012) below 1e-5)."""
-    from scipy.stats import chisquare
-
-    exact = _exact_distribution(statistic, arrays)
-    values, counts = bootstrap.family_classes(arrays)
-    assert len(counts) < len(arrays[0])  # families were merged into classes
-    resamples = 40_000
-    drawn = bootstrap._distribution(statistic, values, counts, resamples, np.random.default_rng(7))
-    seen: dict = {}
-    for v in drawn:
-        k = "nan" if np.isnan(v) else round(float(v), 12)
-        seen[k] = seen.get(k, 0) + 1
-    assert set(seen) <= set(exact)
-    keys = sorted(exact, key=lambda k: -np.inf if k == "nan" else k)
-    p = np.array([exact[k] for k in keys])
-    f = np.array([seen.get(k, 0) for k in keys], dtype=float)
-    assert np.max(np.abs(np.cumsum(f) / resamples - np.cumsum(p))) < 0.012
-    big = p * resamples >= 5  # chi-square over the cells expected 5 times or more, the rest pooled
-    observed = np.append(f[big], f[~big].sum())
-    expected = np.append(p[big], p[~big].sum()) * resamples
-    assert chisquare(observed[expected > 0], expected[expected > 0]).pvalue > 1e-4
-
-
-@pytest.mark.parametrize("n, resamples", [(7, 20_000), (300, 20_000)])
-def test_family_bootstrap_interval_is_scipy_s_within_monte_carlo_error(n, resamples):
-    """The interval and the defined resamples of scipy.stats.bootstrap (paired, percentile) on
-    the same families, within Monte Carlo error: each endpoint within 0.1 standard deviations of
-    the bootstrap distribution (the endpoints' own error is about 0.03 of it at 20,000
-    resamples), the defined share within 0.01 (with undefined resamples when n = 7)."""
-    from scipy.stats import bootstrap as scipy_bootstrap
-
-    rng = np.random.default_rng(n)
-    den = rng.integers(0, 3, n).astype(float)
-    den[: n // 2] = 0.0 if n < 10 else den[: n // 2]  # few families scored: some resamples undefined
-    num = np.minimum(den, rng.integers(0, 3, n)).astype(float)
-    lo, hi, valid = bootstrap.family_bootstrap(bootstrap.ratio, [num, den], resamples, np.random.default_rng(3), 0.95)
-    theirs = scipy_bootstrap([num, den], bootstrap.ratio, n_resamples=resamples, vectorized=True, paired=True,
-                             confidence_level=0.95, method="percentile", rng=np.random.default_rng(4))
-    distribution = theirs.bootstrap_distribution
-    defined = distribution[~np.isnan(distribution)]
-    tail = (1 - 0.95) / 2
-    their_lo, their_hi = np.quantile(defined, [tail, 1 - tail])
-    sd = float(np.std(defined))
-    assert abs(lo - their_lo) < 0.1 * sd and abs(hi - their_hi) < 0.1 * sd
-    assert abs(valid - defined.size) / resamples < 0.01
-    assert (valid < resamples) == (n < 10)
-
-
-def test_family_bootstrap_same_seed_same_interval_and_n_lt_2():
-    rng = np.random.default_rng(0)
-    num, den = rng.integers(0, 21, 50).astype(float), np.full(50, 20.0)
-    first = bootstrap.family_bootstrap(bootstrap.ratio, [num, den], 500, np.random.default_rng(9), 0.95)
-    assert first == bootstrap.family_bootstrap(bootstrap.ratio, [num, den], 500, np.random.default_rng(9), 0.95)
-    assert first != bootstrap.family_bootstrap(bootstrap.ratio, [num, den], 500, np.random.default_rng(10), 0.95)
-    one = [np.array([1.0]), np.array([2.0])]
-    assert bootstrap.family_bootstrap(bootstrap.ratio, one, 500, np.random.default_rng(9), 0.95) == (0.5, 0.5, 500)
-    assert bootstrap.family_bootstrap(bootstrap.ratio, [np.zeros(1), np.zeros(1)], 500,
-                                      np.random.default_rng(9), 0.95) == (None, None, 0)
-
-
-def test_grouped_fit_equals_statsmodels_on_one_row_per_trial():
-    """Trials that share every covariate, fitted as counts per pattern, give statsmodels' fit of
-    one row per trial: estimates, standard errors, p-values, interval and pseudo R²."""
-    import statsmodels.api as sm
-
-    from tasks.analysis.regression import design_matrix, fit_logit
-
-    rng = np.random.default_rng(4)
-    patterns = pl.DataFrame({
-        "model": ["m1"] * 40, "task": ["t"] * 40, "variant": ["a", "b", "c", "d"] * 10,
-        "n_tokens": rng.integers(10, 60, 40), "symbol_density": rng.uniform(0.0, 0.3, 40).round(3),
-        "n_numbers": rng.integers(0, 6, 40), "n_scored": rng.integers(1, 30, 40)})
-    p = 1 / (1 + np.exp(-(1.5 - 0.03 * patterns["n_tokens"].to_numpy())))
-    patterns = patterns.with_columns(n_correct=pl.Series(rng.binomial(patterns["n_scored"].to_numpy(), p)))
-    x, dropped = design_matrix(patterns, "a", None)
-    terms, reason = fit_logit(patterns["n_correct"].to_numpy(), patterns["n_scored"].to_numpy(), x)
-    assert reason == "" and dropped == []
-    # one row per trial: each pattern repeated n_scored times, its first n_correct correct
-    rows = np.repeat(x.to_numpy(), patterns["n_scored"].to_numpy(), axis=0)
-    y = np.concatenate([np.arange(m) < s for s, m in zip(patterns["n_correct"], patterns["n_scored"])]).astype(float)
-    direct = sm.Logit(y, rows).fit(disp=0, maxiter=200)
-    ci = direct.conf_int()
-    for i, term in enumerate(terms):
-        assert term["coef"] == pytest.approx(direct.params[i], rel=1e-9, abs=1e-12)
-        assert term["std_err"] == pytest.approx(direct.bse[i], rel=1e-9)
-        assert term["p_value"] == pytest.approx(direct.pvalues[i], rel=1e-7, abs=1e-15)
-        assert (term["ci_lo"], term["ci_hi"]) == pytest.approx((ci[i, 0], ci[i, 1]), rel=1e-9)
-        assert term["pseudo_r2"] == pytest.approx(direct.prsquared, rel=1e-6)
