@@ -7,7 +7,9 @@ The prompts are the ``messages`` of items written by ``invarbench generate`` (th
 sweep sends, cycled when ``--n`` exceeds them); the sampling parameters are the pipeline's defaults.
 With ``--zero``, one untimed call first, so litellm's lazy set-up is not counted; against a server
 there is none, so that the server's own window (first arrival to last answer, ``GET /stats`` of
-bench/loopback.py) measures the loop exactly as it measures a sweep's call stage. Prints one JSON line: requests, seconds, requests/s, milliseconds per call.
+bench/loopback.py) measures the loop exactly as it measures a sweep's call stage. Prints one JSON line: requests, seconds, requests/s, milliseconds per call, and CPU milliseconds per call
+(user + system of this process, every thread: litellm hands finished calls to a thread pool), the
+figure to subtract from a sweep's marginal CPU on a shared machine, where wall time is the load's.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-async def loop(prompts: list[list[dict]], n: int, concurrency: int, kwargs: dict, warm_up: bool) -> float:
-    """Send ``n`` requests, at most ``concurrency`` at once; returns the seconds it took."""
+async def loop(prompts: list[list[dict]], n: int, concurrency: int, kwargs: dict,
+               warm_up: bool) -> tuple[float, float]:
+    """Send ``n`` requests, at most ``concurrency`` at once; returns the seconds they took, wall and CPU."""
     import litellm
 
     gate = asyncio.Semaphore(concurrency)
@@ -36,9 +39,9 @@ async def loop(prompts: list[list[dict]], n: int, concurrency: int, kwargs: dict
 
     if warm_up:
         await one(0)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one(i) for i in range(n)))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu_started
 
 
 def main() -> None:
@@ -68,9 +71,9 @@ def main() -> None:
         kwargs["model"] = MODEL
     else:
         kwargs.update(model="openai/bench", api_base=args.api_base, api_key="no-key")
-    seconds = asyncio.run(loop(prompts, args.n, args.concurrency, kwargs, warm_up=args.zero))
+    seconds, cpu_s = asyncio.run(loop(prompts, args.n, args.concurrency, kwargs, warm_up=args.zero))
     print(json.dumps({"requests": args.n, "seconds": seconds, "rps": args.n / seconds,
-                      "ms_per_call": 1000 * seconds / args.n}))
+                      "ms_per_call": 1000 * seconds / args.n, "cpu_ms_per_call": 1000 * cpu_s / args.n}))
 
 
 if __name__ == "__main__":

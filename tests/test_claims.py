@@ -18,6 +18,7 @@ from flows.sweep import sweep
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models import claims as claims_module
+from tasks.models.call import USABLE_LEDGER_ROWS, lookup_ledger
 from tasks.models.claims import Claims
 from tasks.records import now_utc
 
@@ -189,3 +190,33 @@ def test_claims_of_a_live_run_elsewhere_hold_until_they_expire(tmp_path):
     rows = lake_query(tmp_path, "SELECT created_at FROM responses")
     assert len(rows) == 10 and min(r["created_at"] for r in rows) >= expires
     assert lake_query(tmp_path, "SELECT status FROM runs WHERE run_id = 'elsewhere'") == [{"status": "running"}]
+
+
+def test_the_ledger_look_up_answers_as_the_ledger_view(tmp_path):
+    """The look-up that the stream and claims make for a chunk's request ids picks those requests
+    before ranking their responses (tasks.models.call.USABLE_LEDGER_ROWS); its rows must stay the
+    ``ok`` rows of the view ``ledger``: the first ok response, never one after an error that came
+    later, none for a request whose latest answer is an error."""
+    lake = Lake(str(tmp_path / "lake"))
+    t0 = now_utc()
+
+    def response(rid: str, request: str, status: str, seconds: int) -> dict:
+        return {"response_id": rid, "request_id": request, "run_id": "run", "model": "m", "status": status,
+                "text": f"answer {rid}" if status == "ok" else None, "created_at": t0 + dt.timedelta(seconds=seconds)}
+
+    write_rows(lake, "responses", [
+        response("a1", "errors-then-ok", "error", 0), response("a2", "errors-then-ok", "ok", 1),
+        response("a3", "errors-then-ok", "error", 2),
+        response("b1", "two-oks", "ok", 5), response("b2", "two-oks", "ok", 3),
+        response("c1", "only-errors", "error", 0),
+        response("d1", "not-asked", "ok", 0),
+    ])
+    asked = ["errors-then-ok", "two-oks", "only-errors", "never-sent"]
+    rows = sorted(lake.read(USABLE_LEDGER_ROWS, [asked]), key=lambda r: r["request_id"])
+    view = lake.read("SELECT request_id, response_id, text, finish_reason FROM ledger WHERE status = 'ok' "
+                     "AND request_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY request_id", [asked])
+    assert rows == view
+    assert {k: v["response_id"] for k, v in lookup_ledger(lake, asked).items()} == {"errors-then-ok": "a2",
+                                                                                   "two-oks": "b2"}
+    # Claims read the same rule: a request answered ok is answered, not claimable.
+    assert Claims(lake, "run-2", 60, 0.0).claim(asked).answered == ["errors-then-ok", "two-oks"]

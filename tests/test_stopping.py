@@ -22,7 +22,7 @@ from typing import Callable
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL
-from prefect.states import Cancelling
+from prefect.states import Cancelling, Running
 from typer.testing import CliRunner
 
 from conftest import REPO, fake_model_config
@@ -279,3 +279,40 @@ def test_the_call_stage_starts_no_new_call_and_keeps_those_in_flight(tmp_path):
         finally:
             stopping.reset()
             stopping.configure(*defaults)
+
+
+def test_the_cancellation_watch_keeps_one_prefect_client_for_its_polls(monkeypatch):
+    """A sweep's cancellation watch reads its flow run's state every POLL_S for the sweep's whole
+    life: one client made at the first poll, closed when the watch ends, never one per poll (each
+    built an SSL context: about 20 ms of CPU every poll). A cancellation is still seen."""
+    from tasks.runs import stopping
+
+    made, closed, reads = [], [], []
+
+    class Client:
+        def __enter__(self):
+            made.append(self)
+            return self
+
+        def __exit__(self, *exc):
+            closed.append(self)
+
+        def read_flow_run(self, flow_run_id):
+            reads.append(flow_run_id)
+            state = Cancelling() if len(reads) >= 4 else Running()
+            return type("FlowRun", (), {"state": state})()
+
+    monkeypatch.setattr(stopping, "_prefect_client", Client)
+    defaults = stopping.GRACE_S, stopping.POLL_S
+    stopping.reset()
+    stopping.configure(defaults[0], 0.01)
+    try:
+        with stopping.watch_flow_run(str(uuid.uuid4())):
+            deadline = time.monotonic() + 10
+            while not stopping.requested() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        assert stopping.requested() and len(reads) == 4
+        assert len(made) == 1 and closed == made
+    finally:
+        stopping.configure(*defaults)
+        stopping.reset()
