@@ -220,3 +220,53 @@ def test_the_ledger_look_up_answers_as_the_ledger_view(tmp_path):
                                                                                    "two-oks": "b2"}
     # Claims read the same rule: a request answered ok is answered, not claimable.
     assert Claims(lake, "run-2", 60, 0.0).claim(asked).answered == ["errors-then-ok", "two-oks"]
+
+
+# live_claims as first written (a view over the view claims, at now()): the reference the macro
+# live_claims_of, which reads less of a grown lake, must answer as.
+REFERENCE_LIVE_CLAIMS = """
+    SELECT c.request_id, c.run_id, c.claimed_at, c.expires_at FROM claims c
+    WHERE c.expires_at > now()
+      AND NOT EXISTS (SELECT 1 FROM responses r
+                      WHERE r.request_id = c.request_id AND r.run_id = c.run_id AND r.created_at >= c.claimed_at)
+      AND NOT EXISTS (SELECT 1 FROM runs u WHERE u.run_id = c.run_id AND u.status <> 'running')"""
+
+
+def test_live_claims_of_answers_as_the_view_it_replaced(tmp_path):
+    """Expired, answered and ended-run claims are not live; a claim answered before it was made, or
+    by another run, or renewed after an expired row (its claimed_at the first row's) still is."""
+    lake = Lake(str(tmp_path / "lake"))
+    t0 = now_utc()
+
+    def at(seconds: float) -> dt.datetime:
+        return t0 + dt.timedelta(seconds=seconds)
+
+    def claim(rid: str, run: str, claimed: float, expires: float) -> dict:
+        return {"request_id": rid, "run_id": run, "claimed_at": at(claimed), "expires_at": at(expires)}
+
+    running(lake, "live-run", "ended-run")
+    write_rows(lake, "runs", [{"run_id": "ended-run", "kind": "sweep", "status": "completed", "started_at": t0,
+                               "updated_at": at(1), "host": "this-machine", "pid": 1}])
+    write_rows(lake, "claims", [claim("expired", "live-run", -100, -50), claim("renewed", "live-run", -100, -50)])
+    write_rows(lake, "claims", [
+        claim("live", "live-run", -10, 600), claim("renewed", "live-run", -5, 600),
+        claim("answered", "live-run", -10, 600), claim("answered-before", "live-run", -10, 600),
+        claim("answered-by-other", "live-run", -10, 600), claim("ended", "ended-run", -10, 600),
+        claim("no-run-row", "unknown-run", -10, 600), claim("not-asked", "live-run", -10, 600)])
+    write_rows(lake, "responses", [
+        {"response_id": f"x{i}", "request_id": rid, "run_id": run, "model": "m", "status": "ok", "text": "a",
+         "created_at": at(seconds)}
+        for i, (rid, run, seconds) in enumerate([("answered", "live-run", -1), ("answered-before", "live-run", -20),
+                                                  ("answered-by-other", "other-run", -1)])])
+    expected = {("live", "live-run", at(-10)), ("renewed", "live-run", at(-100)),
+                ("answered-before", "live-run", at(-10)), ("answered-by-other", "live-run", at(-10)),
+                ("no-run-row", "unknown-run", at(-10))}
+    asked = sorted({rid for rid, _, _ in expected} | {"expired", "answered", "ended", "never-claimed"})
+    _, live, others_running = Claims(lake, "observer", 60, 0.0)._state(asked)
+    assert {(rid, run, claimed) for rid, rows in live.items() for claimed, run in rows} == expected
+    assert others_running  # live-run; ended-run's latest row is not running
+    reference = {tuple(r.values()) for r in lake.read(REFERENCE_LIVE_CLAIMS)}
+    assert {(rid, run, claimed) for rid, run, claimed, _ in reference} == expected | {("not-asked", "live-run", at(-10))}
+    assert {tuple(r.values()) for r in lake.read("SELECT * FROM live_claims")} == reference
+    assert {tuple(r.values()) for r in lake.read("SELECT * FROM live_claims_of(?::VARCHAR[], now())", [asked])} == {
+        r for r in reference if r[0] in asked}

@@ -2,10 +2,11 @@
 
 Before sending its ledger misses, a sweep writes a ``claims`` row per request (its run id, when
 it claimed, when the claim expires) and renews the claims of requests still unanswered every
-third of the lease. Another sweep that finds a *live* claim (view ``live_claims``: not expired,
-not yet answered by its run, and its run still ``running``) does not send that request: it waits
-and reads the ledger again, and takes the request over only when the claim stops being live
-without an ``ok`` answer (the claiming sweep died, failed, or got an error).
+third of the lease. Another sweep that finds a *live* claim (view ``live_claims``, table macro
+``live_claims_of``: not expired, not yet answered by its run, and its run still ``running``) does
+not send that request: it waits and reads the ledger again, and takes the request over only when
+the claim stops being live without an ``ok`` answer (the claiming sweep died, failed, or got an
+error).
 
 Two sweeps may claim the same request at the same moment, each before seeing the other's row.
 Both then wait ``claim_settle_s`` and read the claims again: the claim made first wins, ties go
@@ -64,15 +65,16 @@ class Claims:
 
     def _state(self, ids: Sequence[str]) -> tuple[set[str], dict[str, list[tuple[dt.datetime, str]]], bool]:
         """What the ledger answers of ``ids``, their live claims by request, and whether another
-        run than this one is ``running``."""
+        run than this one is ``running``. The live claims are ``live_claims_of`` (the view
+        ``live_claims``' one definition) for ``ids`` at a time given as a value, so the read skips
+        the claims files that have expired and the responses older than the live claims."""
         rows = self.lake.read(f"""
             SELECT 'ok' AS kind, request_id, NULL AS run_id, NULL AS claimed_at FROM ({USABLE_LEDGER_ROWS})
             UNION ALL
-            SELECT 'claim', request_id, run_id, claimed_at FROM live_claims
-            WHERE request_id IN (SELECT unnest($1::VARCHAR[]))
+            SELECT 'claim', request_id, run_id, claimed_at FROM live_claims_of($1::VARCHAR[], $3::TIMESTAMPTZ)
             UNION ALL
             (SELECT 'run', NULL, run_id, NULL FROM runs WHERE status = 'running' AND run_id <> $2 LIMIT 1)""",
-                              [list(ids), self.run_id])
+                              [list(ids), self.run_id, now_utc()])
         answered = {r["request_id"] for r in rows if r["kind"] == "ok"}
         live: dict[str, list[tuple[dt.datetime, str]]] = {}
         for r in rows:
