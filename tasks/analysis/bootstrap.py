@@ -43,7 +43,18 @@ def gap(numerators_a: np.ndarray, denominators_a: np.ndarray, numerators_b: np.n
 def family_classes(per_family: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The distinct per-family vectors (one row per class, one column per array of ``per_family``,
     in lexicographic order) and how many families each holds."""
-    return np.unique(np.column_stack(per_family), axis=0, return_counts=True)
+    stacked = np.column_stack(per_family)
+    return merged_classes(stacked, np.ones(len(stacked), dtype=np.int64))
+
+
+def merged_classes(values: np.ndarray, families: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``values`` (each a vector of counts standing for ``families`` families) merged into
+    classes: the distinct vectors in lexicographic order, and the families of each. The order is
+    the one the draws of :func:`class_bootstrap` follow, so one set of families gives one interval
+    however its rows were grouped before."""
+    unique, inverse = np.unique(values, axis=0, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=families, minlength=len(unique))
+    return unique, counts.astype(np.int64)
 
 
 def family_bootstrap(statistic: Callable[..., np.ndarray], per_family: Sequence[np.ndarray], resamples: int,
@@ -127,9 +138,7 @@ def _classes(rows: pl.DataFrame, columns: Sequence[str], drawn: pl.Expr) -> tupl
     :func:`family_bootstrap` over the per-family arrays."""
     rows = rows.filter(drawn)
     values = rows.select(columns).to_numpy().astype(float).reshape(rows.height, len(columns))
-    unique, inverse = np.unique(values, axis=0, return_inverse=True)
-    counts = np.bincount(inverse.ravel(), weights=rows["n_families"].to_numpy(), minlength=len(unique))
-    return unique, counts.astype(np.int64)
+    return merged_classes(values, rows["n_families"].to_numpy())
 
 
 def family_cells(classes: pl.DataFrame) -> pl.DataFrame:
