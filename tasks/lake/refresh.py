@@ -13,7 +13,9 @@ next refresh recomputes every key changed since the mark, in every table, comple
 transaction for all held every table's uncommitted change, which each later read merged: 1 GB more
 memory at 10,000,000 responses.) Without a usable mark (never refreshed, their SQL changed, the
 mark's snapshot expired) it rebuilds every table, a slice of keys at a time
-(:data:`ROWS_PER_SLICE`), so that its memory does not grow with the lake.
+(:data:`ROWS_PER_SLICE`), so that its memory does not grow with the lake. A new lake's first
+refresh (no materialised table yet, every table within one slice: a first sweep's end) builds
+every table and the mark in one transaction instead (``_first_build``): the same rows, one commit.
 
 Two refreshes of one lake run one after the other (``Lake.exclusive("refresh")``): each planned
 from the same mark would insert a new key's rows, and DuckLake does not take two appends to one
