@@ -98,7 +98,10 @@ def _defer(names: Sequence[str]) -> None:
     for name in names:
         if name in sys.modules:
             continue
-        spec = importlib.util.find_spec(name)
+        try:
+            spec = importlib.util.find_spec(name)  # imports the parent package (scipy: cheap)
+        except ModuleNotFoundError:  # its parent is not installed: nothing to defer
+            continue
         if spec is not None:
             module = _Deferred(name)
             module.__spec__ = spec
