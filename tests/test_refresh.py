@@ -228,6 +228,52 @@ def test_every_mart_through_the_materialised_views_equals_the_mart_from_the_raw_
     assert_materialised_equals_raw(made.b.lake, raw_rows=raw_rows)  # and through views made afresh
 
 
+def _snapshots(lake: Lake) -> int:
+    with contextlib.closing(connect()) as con:
+        lake.attach(con, read_only=True)
+        return con.execute("SELECT count(*) FROM ducklake_snapshots('lake')").fetchone()[0]
+
+
+def _tables(lake: Lake) -> dict[str, list[tuple]]:
+    with contextlib.closing(connect()) as con:
+        lake.attach(con, read_only=True)
+        return {name: _rows(con, f"lake.main.{name}") for name in materialised_names()}
+
+
+@pytest.mark.slow  # a random lake and three refreshes (about 10 s of CPU)
+def test_a_new_lake_s_first_refresh_is_one_commit_of_the_tables_the_general_path_builds(tmp_path, monkeypatch):
+    """A lake's first refresh builds every table and the mark in one commit, with the rows that
+    creating them empty and rebuilding each in a transaction of its own gives (and a lake larger
+    than a slice takes that path)."""
+    made = RandomLake(tmp_path / "one", 5)
+    made.sweep()
+    made.sweep(model="imported")
+    made.rescore()
+    for side in ("general", "sliced"):
+        shutil.copytree(tmp_path / "one", tmp_path / side)
+    before = _snapshots(made.b.lake)
+    done = refresh(made.b.lake)
+    assert done["full"] and list(done["tables"]) == materialised_names()
+    assert _snapshots(made.b.lake) == before + 1  # the tables and the mark: one commit
+    with contextlib.closing(_connection(made.b.lake, True)) as con:
+        assert is_current(con)  # the views read the tables from now on
+    built = _tables(made.b.lake)
+    assert all(built[name] for name in ["latest_parses", "trial_scores", "family_trials", "item_outcomes"])
+
+    general = Lake(str(tmp_path / "general" / "lake"))
+    monkeypatch.setattr(refresh_module, "_first_build", lambda lake, con: None)
+    assert refresh(general)["full"]
+    assert _snapshots(general) > before + 2  # the general path: a commit per table
+    assert _tables(general) == built
+    monkeypatch.undo()
+
+    sliced_lake = Lake(str(tmp_path / "sliced" / "lake"))
+    monkeypatch.setattr(refresh_module, "ROWS_PER_SLICE", 3)  # a lake larger than a slice: the general path
+    assert max(refresh(sliced_lake)["slices"].values()) > 1
+    assert _snapshots(sliced_lake) > before + 2
+    assert _tables(sliced_lake) == built
+
+
 def _view_sql(lake: Lake, view: str) -> str:
     with lake.connect(view) as con:
         return query(con, "SELECT sql FROM duckdb_views() WHERE view_name = ?", [view])[0]["sql"]
