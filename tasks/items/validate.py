@@ -70,7 +70,7 @@ def dedupe(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, l
 
 # Imported by Great Expectations' package for expectations the checks below do not use (the KL
 # divergence and KS tests: scipy.stats at their module level, altair for their charts), and
-# used only inside those expectations' functions: 0.5-0.7 s of CPU of its 2 s import.
+# used only inside those expectations' functions: about 0.6 s of CPU of its 2 s import.
 _DEFERRED = ("scipy.stats", "altair")
 _DEFERRED_LOCK = threading.Lock()
 
