@@ -98,10 +98,7 @@ def _defer(names: Sequence[str]) -> None:
     for name in names:
         if name in sys.modules:
             continue
-        try:
-            spec = importlib.util.find_spec(name)  # imports the parent package (scipy: cheap)
-        except ModuleNotFoundError:  # its parent is not installed: nothing to defer
-            continue
+        spec = importlib.util.find_spec(name)
         if spec is not None:
             module = _Deferred(name)
             module.__spec__ = spec
