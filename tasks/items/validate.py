@@ -15,13 +15,8 @@ the columns' own checks, validation fails on a prompt shared by two families of 
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import json
 import logging
-import sys
-import threading
-import types
 from typing import Any, Sequence
 
 from tasks.scoring.parse import ANSWER_TYPES
@@ -68,47 +63,8 @@ def dedupe(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, l
     return [r for r in unique if _family(r) not in gone], len(rows) - len(unique), dropped
 
 
-# Imported by Great Expectations' package for expectations the checks below do not use (the KL
-# divergence and KS tests: scipy.stats at their module level, altair for their charts), and
-# used only inside those expectations' functions: about 0.6 s of CPU of its 2 s import.
-_DEFERRED = ("scipy.stats", "altair")
-_DEFERRED_LOCK = threading.Lock()
-
-
-class _Deferred(types.ModuleType):
-    """Stands in ``sys.modules`` for a module until an attribute of it is first read, then imports
-    it (one thread at a time) and takes its attributes: whoever holds this object (``from scipy
-    import stats``) or imports the module later (``from scipy.stats import norm``) gets the module's
-    own objects, the same as had it been imported at once."""
-
-    def __getattr__(self, attr: str) -> Any:  # only for what this object lacks
-        with _DEFERRED_LOCK:
-            if sys.modules.get(self.__name__) is self:
-                del sys.modules[self.__name__]
-                try:
-                    self.__dict__.update(vars(importlib.import_module(self.__name__)))
-                except BaseException:
-                    sys.modules.setdefault(self.__name__, self)
-                    raise
-        return getattr(sys.modules[self.__name__], attr)
-
-
-def _defer(names: Sequence[str]) -> None:
-    """Put a :class:`_Deferred` for each module of ``names`` not imported yet (and installed)."""
-    for name in names:
-        if name in sys.modules:
-            continue
-        spec = importlib.util.find_spec(name)
-        if spec is not None:
-            module = _Deferred(name)
-            module.__spec__ = spec
-            sys.modules[name] = module
-
-
 @functools.lru_cache(maxsize=1)
 def _context():
-    if "great_expectations" not in sys.modules:
-        _defer(_DEFERRED)
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
