@@ -231,8 +231,8 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
     not, by chunk number; the others it holds whole), call every model on ``chunks`` (each chunk
     parsed and scored as it is answered; once the items are stored, ``chunks`` is cut in place to
     the columns the calls read, :func:`tasks.models.stream.stream_rows`), rebuild the catalog, then
-    the statistics and report with ``sweep.report``. The run ends `completed`, `waiting` (batch jobs still running) or as the
-    exception that stopped it. Returns the run summary and the call totals."""
+    the statistics and report with ``sweep.report``. The run ends `completed`, `waiting` (batch
+    jobs still running) or as the exception that stopped it. Returns the run summary and the call totals."""
     lake = Lake.of(cfg)
     crashes_before = len(embedded.crashes())
     with run:  # an exception ends the run failed or cancelled, with the counts kept so far

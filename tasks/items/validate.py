@@ -168,7 +168,7 @@ def validate_items(rows: Sequence[dict[str, Any]], batch_name: str = "items", *,
         result = batch.validate(suite, result_format="SUMMARY")
     finally:
         # The context lives as long as the process and each data source keeps its batches' frames:
-        # a 200,000-item sweep's 200 chunks held ~0.8 GB of frames until it ended.
+        # about 2.5 MB a 1,000-item chunk, so 0.5 GB over a 200,000-item sweep, until it ended.
         context.data_sources.delete(source.name)
     failed = [r for r in result.results if not r.success]
     if failed:
