@@ -37,6 +37,7 @@ from tasks.lake.writes import stored_item_ids
 from tasks.models import embedded
 from tasks.models.call import CallStats
 from tasks.models.cost import BudgetExceeded
+from tasks.models.stream import stream_rows
 from tasks.records import canonical_json
 from tasks.runs import lifecycle, stopping
 from tasks.runs.orchestration import in_flow_run, run_logger, stage_task
@@ -228,9 +229,10 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
               overrides: dict[str, Any] | None, dispatch: bool) -> tuple[dict[str, Any], CallStats]:
     """The run's main body: store the items of ``new_chunks`` (those holding an item the lake did
     not, by chunk number; the others it holds whole), call every model on ``chunks`` (each chunk
-    parsed and scored as it is answered), rebuild the catalog, then the statistics and report with
-    ``sweep.report``. The run ends `completed`, `waiting` (batch jobs still running) or as the
-    exception that stopped it. Returns the run summary and the call totals."""
+    parsed and scored as it is answered; once the items are stored, ``chunks`` is cut in place to
+    the columns the calls read, :func:`tasks.models.stream.stream_rows`), rebuild the catalog, then
+    the statistics and report with ``sweep.report``. The run ends `completed`, `waiting` (batch
+    jobs still running) or as the exception that stopped it. Returns the run summary and the call totals."""
     lake = Lake.of(cfg)
     crashes_before = len(embedded.crashes())
     with run:  # an exception ends the run failed or cancelled, with the counts kept so far
@@ -238,6 +240,10 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
             for i, chunk in new_chunks.items():
                 store_items_chunk(lake, chunk, i)
                 advance(1)
+        # The calls read five columns of an item: the whole rows (surface features, prompts,
+        # parameters) go now, in place, so that no caller's reference keeps them alive.
+        new_chunks.clear()
+        chunks[:] = [stream_rows(chunk) for chunk in chunks]
 
         per_model = run_models(lake, chunks, cfg, run.run_id, config_path, overrides, dispatch)
         totals = CallStats.total(per_model.values())
@@ -325,10 +331,12 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
     with stopping.interruptible():  # reads only: a stop ends it at once, before the run begins
         rows, new_chunks, chunks, dropped_families = prepare_items(cfg, collected)
     # A dispatched sweep's rows are written by its workers: it is no template (tasks.runs.plan).
-    run = start_run(cfg, run_id, len(rows), plan_columns(None if dispatch else plan_key(cfg), dropped_families))
+    n_items = len(rows)
+    run = start_run(cfg, run_id, n_items, plan_columns(None if dispatch else plan_key(cfg), dropped_families))
     if answered:
         chunks = into_chunks(rows, max(cfg.sweep.batch_size, ANSWERED_CHUNK))
-    summary, _ = run_sweep(run, cfg, len(rows), new_chunks, chunks, dropped_families, config_path, overrides,
+    del rows  # the chunks hold the rows now: run_sweep cuts them to what the calls read once stored
+    summary, _ = run_sweep(run, cfg, n_items, new_chunks, chunks, dropped_families, config_path, overrides,
                            dispatch)
     if in_flow_run():
         summary_artifact(summary)

@@ -161,10 +161,15 @@ def validate_items(rows: Sequence[dict[str, Any]], batch_name: str = "items", *,
             column="families_per_prompt", min_value=1, max_value=1))
     context = _context()
     source = context.data_sources.add_or_update_pandas(f"invarbench_{batch_name}")
-    asset = source.add_dataframe_asset(name=f"batch_{len(source.assets)}")
-    batch = asset.add_batch_definition_whole_dataframe("whole").get_batch(batch_parameters={"dataframe": frame})
-    suite = gx.ExpectationSuite(name=f"items_{batch_name}", expectations=expectations)
-    result = batch.validate(suite, result_format="SUMMARY")
+    try:
+        asset = source.add_dataframe_asset(name=f"batch_{len(source.assets)}")
+        batch = asset.add_batch_definition_whole_dataframe("whole").get_batch(batch_parameters={"dataframe": frame})
+        suite = gx.ExpectationSuite(name=f"items_{batch_name}", expectations=expectations)
+        result = batch.validate(suite, result_format="SUMMARY")
+    finally:
+        # The context lives as long as the process and each data source keeps its batches' frames:
+        # about 2.5 MB a 1,000-item chunk, so 0.5 GB over a 200,000-item sweep, until it ended.
+        context.data_sources.delete(source.name)
     failed = [r for r in result.results if not r.success]
     if failed:
         raise ValidationFailed(

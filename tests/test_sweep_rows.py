@@ -1,0 +1,96 @@
+"""What a sweep keeps of its item rows (issue #26, bench/results.md "Sweep memory"): the lake gets
+each new chunk's whole rows, surface features included; the stream gets the same chunks, in the
+same order, cut to the columns it reads (``tasks.models.stream.stream_rows``), and builds the same
+requests from them as from whole rows."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+from conftest import fake_model_config
+
+from flows import sweep_run
+from tasks.config import load_config
+from tasks.items.features import add_features
+from tasks.lake.lake import Lake
+from tasks.models.call import CallStats, step_messages, trial_id
+from tasks.models.config import ModelConfig
+from tasks.models.routes import route_for
+from tasks.models.stream import ITEM_COLUMNS, stream_rows
+from tasks.records import Request, step_plan
+
+CHAIN = [{"name": "first", "template": "How many? {x}", "answer_type": "integer", "system": "Count."},
+         {"name": "second", "template": "Twice {first.value}?", "answer_type": "integer"}]
+
+
+def lake_items(tmp_path) -> list[str]:
+    return [r["item_id"] for r in Lake(str(tmp_path / "wh" / "lake")).read("SELECT item_id FROM items ORDER BY item_id")]
+
+
+def requests_of(row: dict, answers: dict) -> list[Request]:
+    """Every step's request of ``row``'s trial, built as the stream builds them (tasks.models.stream)."""
+    route, sampling = route_for(ModelConfig(model="openai/fake-model")), {"temperature": 0}
+    trial = trial_id(row["item_id"], asdict(route), sampling, 0)
+    return [Request(trial_id=trial, item_id=row["item_id"], model="fake", step=step["name"], route=route,
+                    messages=step_messages(row, step, answers), sampling=sampling, sample_idx=0)
+            for step in step_plan(row)]
+
+
+def test_the_lake_gets_whole_rows_and_the_stream_the_same_rows_cut(tmp_path, monkeypatch):
+    """A sweep outside Prefect (its stages plain calls), in chunks of 2, the calls left out."""
+    cfg = fake_model_config(tmp_path, "http://127.0.0.1:9/v1", sweep_extra={"batch_size": 2})
+    collected = sweep_run.collect_items(load_config(str(cfg)))[0]
+    stored: list[list[dict]] = []
+    streamed: list[list[dict]] = []
+    store = sweep_run.store_items_chunk
+
+    def store_and_keep(lake, rows, index):
+        stored.append([{k: v for k, v in r.items() if k != "created_at"} for r in rows])
+        return store(lake, rows, index)
+
+    def models_on(lake, chunks, cfg, *rest):
+        streamed.extend(list(c) for c in chunks)
+        return {m: CallStats() for m in cfg.sweep.models}
+
+    monkeypatch.setattr(sweep_run, "store_items_chunk", store_and_keep)
+    monkeypatch.setattr(sweep_run, "run_models", models_on)
+    assert sweep_run.perform_sweep(str(cfg))["items"] == len(collected) == 5
+
+    chunks = sweep_run.into_chunks(collected, 2)
+    whole = [[{k: v for k, v in r.items() if k != "created_at"} for r in add_features(c)] for c in chunks]
+    assert stored == whole and all(r["n_tokens"] > 0 for c in stored for r in c)
+    assert lake_items(tmp_path) == sorted(r["item_id"] for r in collected)
+    assert streamed == [[{k: r[k] for k in ITEM_COLUMNS} for r in c] for c in chunks]
+    assert all(set(r) == set(ITEM_COLUMNS) for c in streamed for r in c)
+
+
+def test_a_cut_row_gives_the_requests_of_the_whole_row():
+    """Both solvers: a direct item's messages, a chain's steps with an earlier step's answer."""
+    base = {"item_id": "i1", "suite": "s", "task": "t", "prompt": "How many? 3", "gold": "3", "answer_type": "integer",
+            "family_id": "f", "params": "{}", "n_tokens": 4, "created_at": "2026-12-05T00:00:00Z"}
+    direct = {**base, "solver": "generate", "steps": "[]",
+              "messages": json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "3?"}])}
+    chain = {**base, "item_id": "i2", "solver": "chain", "steps": json.dumps(CHAIN), "messages": "[]"}
+    answers = {"first": {"value": 3, "text": "3"}}
+    for row in (direct, chain):
+        (cut,) = stream_rows([row])
+        assert requests_of(cut, answers) == requests_of(row, answers)
+        assert len(cut) < len(row)
+    assert [r.step for r in requests_of(chain, answers)] == ["first", "second"]
+
+
+def test_validation_keeps_no_chunk_in_great_expectations_context():
+    """The context lives as long as the process: a chunk's data source (its frame) goes with its
+    validation, passed or failed."""
+    from tasks.items import validate
+
+    rows = [{**row, "key_entities": 1, "bin_lo": 1, "bin_hi": 2, "gold": "3", "answer_type": "integer",
+             "variant": "x", "steps": "[]", "messages": json.dumps([{"role": "user", "content": row["prompt"]}])}
+            for row in ({"item_id": f"i{k}", "suite": "s", "task": "t", "family_id": f"f{k}",
+                         "prompt": f"p{k}"} for k in range(3))]
+    assert validate.validate_items(rows, batch_name="kept_0", distinct_problems=True) == 3
+    with pytest.raises(validate.ValidationFailed):
+        validate.validate_items([{**rows[0], "gold": None}, *rows[1:]], batch_name="kept_1")
+    assert not [name for name in validate._context().data_sources.all() if name.startswith("invarbench_kept")]
