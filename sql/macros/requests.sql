@@ -14,8 +14,8 @@ CREATE OR REPLACE MACRO request_content(messages) AS json_extract_string(message
 
 -- The rank of a response among the responses of the same request: 1 is the one that counts, the
 -- first ok one; without one, the latest error. Used as `QUALIFY response_precedence(...) = 1` by
--- the view ledger, by the table macro ledger_of (the ledger of some requests only) and by
--- associativity_steps (its requests' responses only).
+-- the view ledger and by the table macro ledger_of (the ledger of some requests only: a sweep's
+-- chunk, the stream's look-up and claims, associativity_steps' requests).
 CREATE OR REPLACE MACRO response_precedence(request_id, status, created_at) AS
     row_number() OVER (
         PARTITION BY request_id
