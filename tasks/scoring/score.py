@@ -48,16 +48,33 @@ class StageStats:
     written: int = 0
 
 
-# The views each stage's queries read (with the macros, and what these read): its connection creates
-# those only. Creating a view binds it, and every view of sql/ took 0.4-0.5 s of CPU, paid by the
-# first parse of each process (every sweep of the test suite, every cached sweep).
-# Both read only the selection's rows of the lake: its requests' items (table macro items_of) and
-# ledger rows (ledger_of), their responses' parses (latest_parses_of) and its trials' scores. The
-# views items, ledger and latest_parses rank every item, response and parse of the lake, and a
-# sweep's chunk of 1,000 items paid for that at each chunk, so its reads grew with the lake
-# (bench/results.md, "chunk-reads").
-_PARSE_READS = "run_requests items_of ledger_of all_parses"
-_SCORE_READS = "run_requests items_of ledger_of latest_parses_of all_scores"
+# What each stage's queries read, by the kind of selection. A selection of some runs or items (a
+# sweep's chunk: a run, a model, 1,000 items) reads only its own rows of the lake: its requests'
+# items (table macro items_of) and ledger rows (ledger_of), their responses' parses
+# (latest_parses_of) and its trials' scores. The views items, ledger and latest_parses rank every
+# item, response and parse of the lake, and each chunk of a sweep paid for that, so its reads grew
+# with the lake. A selection of every run (a rescore by model, suite or date, or of everything)
+# reads the views: picking the ids first only adds a semi-join over most of the lake (at 1,000,000
+# responses, a rescore of everything took 30% more CPU and 50% more memory; bench/results.md,
+# "chunk-reads"). `{}` is the relation whose ids are picked; picked_items is items_of('picked'),
+# a CTE of _selected.
+_NARROW = {"items": "picked_items", "ledger": "ledger_of('{}')", "latest_parses": "latest_parses_of('{}')",
+           "parses": "(SELECT * FROM all_parses WHERE response_id IN (SELECT response_id FROM {}))",
+           "scores": "(SELECT * FROM all_scores WHERE trial_id IN (SELECT trial_id FROM {}))"}
+_BROAD = {"items": "items", "ledger": "ledger", "latest_parses": "latest_parses", "parses": "all_parses",
+          "scores": "all_scores"}
+
+
+def _reads(selection: Selection) -> dict[str, str]:
+    """The relations the stages read for ``selection`` (``_NARROW`` or ``_BROAD``)."""
+    return _NARROW if selection.run_ids or selection.item_ids else _BROAD
+
+
+def _connect(lake: Lake, reads: dict[str, str], names: str) -> duckdb.DuckDBPyConnection:
+    """A connection with the views and macros of ``names`` (keys of ``reads``) and run_requests
+    only: creating a view binds it, and every view of sql/ took 0.4-0.5 s of CPU, paid by the
+    first parse of each process (every sweep of the test suite, every cached sweep)."""
+    return lake.connect(" ".join(["run_requests items_of", *(reads[n] for n in names.split())]))
 
 
 def parse_responses(lake: Lake, selection: Selection) -> StageStats:
@@ -66,19 +83,21 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
     Each distinct (answer type, text) is parsed once: stored responses repeat (the same answer to
     many prompts, the same reply on every sample), and the rest of the work stays in DuckDB.
     """
-    picked, where, params = _selected(selection, "rr.request_id, rr.step, rr.item_id, rr.run_id, rr.model, rr.created_at")
-    with lake.connect(_PARSE_READS) as con:
+    reads = _reads(selection)
+    picked, where, params = _selected(selection, reads, "rr.request_id, rr.step, rr.item_id, rr.run_id, rr.model, "
+                                                        "rr.created_at")
+    with _connect(lake, reads, "items ledger parses") as con:
         selected = con.sql(
             f"""
             WITH {picked},
             -- distinct before the texts join in: the ledger holds one response per request
             asked AS (
                 SELECT DISTINCT rr.request_id, rr.step, i.answer_type AS item_answer_type, i.solver, i.steps
-                FROM picked rr JOIN picked_items i ON i.item_id = rr.item_id
+                FROM picked rr JOIN {reads["items"]} i ON i.item_id = rr.item_id
                 WHERE {where}
             )
             SELECT l.response_id, a.request_id, l.text, l.finish_reason, a.step, a.item_answer_type, a.solver, a.steps
-            FROM asked a JOIN ledger_of('asked') l ON l.request_id = a.request_id AND l.status = 'ok'
+            FROM asked a JOIN {reads["ledger"].format("asked")} l ON l.request_id = a.request_id AND l.status = 'ok'
             """,
             params=params,
         ).to_arrow_table()
@@ -87,9 +106,8 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
         # one row per response and parser version that has no parse yet (among the parses of the
         # selected responses only)
         todo = con.sql(
-            """
-            WITH done AS (SELECT response_id, parser_version FROM all_parses
-                          WHERE response_id IN (SELECT response_id FROM selected))
+            f"""
+            WITH done AS (SELECT response_id, parser_version FROM {reads["parses"].format("selected")})
             SELECT s.response_id, s.request_id, s.text, s.finish_reason, t.answer_type, t.parser_version
             FROM selected s
             JOIN step_types t ON t.item_answer_type IS NOT DISTINCT FROM s.item_answer_type
@@ -122,16 +140,16 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
     return StageStats(examined=selected.num_rows, written=out.num_rows)
 
 
-def _selected(selection: Selection, columns: str) -> tuple[str, str, list[Any]]:
-    """The selection read from the lake's rows of its requests only: two CTEs, ``picked`` (the
-    ``columns`` of the ``run_requests`` rows, alias ``rr``, that its request clauses select) and
-    ``picked_items`` (their items, through the table macro ``items_of``: the view ``items`` ranks
-    every item of the lake), then its whole predicate over ``rr`` and ``i`` (the suite is an item's),
-    and the parameters of both, in order."""
+def _selected(selection: Selection, reads: dict[str, str], columns: str) -> tuple[str, str, list[Any]]:
+    """The selection's requests: a CTE ``picked`` (the ``columns`` of the ``run_requests`` rows,
+    alias ``rr``, that its request clauses select) and, for a narrow selection, ``picked_items``
+    (their items: ``reads["items"]`` names it), then its whole predicate over ``rr`` and ``i`` (the
+    suite is an item's), and the parameters of both, in order."""
     requests, request_params = selection.where(requests_only=True)
     where, params = selection.where()
-    ctes = (f"picked AS (SELECT {columns} FROM run_requests rr WHERE {requests}),\n"
-            "            picked_items AS (SELECT * FROM items_of('picked'))")
+    ctes = f"picked AS (SELECT {columns} FROM run_requests rr WHERE {requests})"
+    if reads["items"] == "picked_items":
+        ctes += ",\n            picked_items AS (SELECT * FROM items_of('picked'))"
     return ctes, where, request_params + params
 
 
@@ -171,10 +189,11 @@ def score_trials(lake: Lake, selection: Selection, run_id: str) -> StageStats:
     DuckDB gathers each trial's steps; :func:`judge` runs once per distinct (answer type, gold,
     steps) among the trials to score (stored trials repeat them), and its verdicts are joined back.
     """
-    with lake.connect(_SCORE_READS) as con:
-        trials = _trials_with_steps(con, selection)
+    reads = _reads(selection)
+    with _connect(lake, reads, "items ledger latest_parses scores") as con:
+        trials = _trials_with_steps(con, selection, reads)
         con.register("trials", trials)
-        todo = _unscored(con, trials)
+        todo = _unscored(con, trials, reads)
         con.register("todo", todo)
         con.register("verdicts", _verdicts(con, trials.schema.field("steps")))
         out = con.sql(
@@ -190,17 +209,17 @@ def score_trials(lake: Lake, selection: Selection, run_id: str) -> StageStats:
     return StageStats(examined=trials.num_rows, written=out.num_rows)
 
 
-def _trials_with_steps(con: duckdb.DuckDBPyConnection, selection: Selection) -> pa.Table:
+def _trials_with_steps(con: duckdb.DuckDBPyConnection, selection: Selection, reads: dict[str, str]) -> pa.Table:
     """The selected trials, one row each: item, model, sample, gold, answer type, the number of
     steps the trial must answer, its steps in order (:func:`judge`'s input) and its response ids."""
-    picked, where, params = _selected(selection, "rr.trial_id, rr.item_id, rr.model, rr.sample_idx, rr.step_index, "
-                                                 "rr.request_id, rr.run_id, rr.created_at")
+    picked, where, params = _selected(selection, reads, "rr.trial_id, rr.item_id, rr.model, rr.sample_idx, "
+                                                        "rr.step_index, rr.request_id, rr.run_id, rr.created_at")
     return con.sql(
         f"""
         WITH {picked},
         req AS (
             SELECT rr.trial_id, rr.item_id, rr.model, rr.sample_idx, rr.step_index, rr.request_id
-            FROM picked rr JOIN picked_items i ON i.item_id = rr.item_id
+            FROM picked rr JOIN {reads["items"]} i ON i.item_id = rr.item_id
             WHERE {where}
             -- the latest request per trial and step among those selected (sql/macros/requests.sql)
             QUALIFY request_recency(rr.trial_id, rr.step_index, rr.created_at) = 1
@@ -208,7 +227,7 @@ def _trials_with_steps(con: duckdb.DuckDBPyConnection, selection: Selection) -> 
         -- each step's ledger row, among those of the selected requests only
         answered AS (
             SELECT req.*, l.response_id, l.status
-            FROM req LEFT JOIN ledger_of('req') l ON l.request_id = req.request_id
+            FROM req LEFT JOIN {reads["ledger"].format("req")} l ON l.request_id = req.request_id
         ),
         -- one row per trial (its requests share its item, model and sample), its steps gathered
         -- unordered and sorted by step index after: an ordered aggregate took twice as long
@@ -222,8 +241,8 @@ def _trials_with_steps(con: duckdb.DuckDBPyConnection, selection: Selection) -> 
                                     'response_status': a.status, 'parse_status': p.status,
                                     'value': p.value}})) AS steps
             FROM answered a
-            JOIN picked_items i ON i.item_id = a.item_id
-            LEFT JOIN latest_parses_of('answered') p ON p.response_id = a.response_id
+            JOIN {reads["items"]} i ON i.item_id = a.item_id
+            LEFT JOIN {reads["latest_parses"].format("answered")} p ON p.response_id = a.response_id
             GROUP BY a.trial_id
         )
         SELECT trial_id, item_id, model, sample_idx, gold, answer_type, n_steps,
@@ -239,15 +258,14 @@ def _trials_with_steps(con: duckdb.DuckDBPyConnection, selection: Selection) -> 
     ).to_arrow_table()
 
 
-def _unscored(con: duckdb.DuckDBPyConnection, trials: pa.Table) -> pa.Table:
+def _unscored(con: duckdb.DuckDBPyConnection, trials: pa.Table, reads: dict[str, str]) -> pa.Table:
     """The ``trials`` (registered under that name) without a score of their current scorer
     version over the same responses (among the scores of those trials only), each with that version."""
     versions = [(t, scorer_version(t)) for t in pc.unique(trials["answer_type"]).to_pylist()]
     con.register("versions", _strings(versions, ("answer_type", "scorer_version")))
     return con.sql(
-        """
-        WITH done AS (SELECT trial_id, scorer_version, response_ids FROM all_scores
-                      WHERE trial_id IN (SELECT trial_id FROM trials))
+        f"""
+        WITH done AS (SELECT trial_id, scorer_version, response_ids FROM {reads["scores"].format("trials")})
         SELECT t.*, v.scorer_version
         FROM trials t JOIN versions v USING (answer_type)
         WHERE NOT EXISTS (SELECT 1 FROM done s WHERE s.trial_id = t.trial_id
