@@ -177,3 +177,13 @@ def test_a_chunk_reads_only_its_rows_and_gets_the_whole_lake_views_rows(tmp_path
     expected = {s for s in expected_scores(lake, *where) if s[0] != trial[mine[0]]}
     assert got == expected and len(got) == 3
     assert {(g[1], g[6]) for g in got} == {(mine[1], "correct"), (mine[2], "wrong"), (mine[3], "correct")}
+
+    # the chunk's whole run (a known sweep's selection: requests picked by run alone) gives the
+    # views' rows of the rest of the run: its other model and the item outside the chunk
+    run = Selection(run_ids=("run-b",))
+    before = lake.query("SELECT max(created_at) AS t FROM all_scores")[0]["t"]
+    assert parse_responses(lake.lake, run).written == 6
+    score_trials(lake.lake, run, "run-b")
+    got = {(r["trial_id"], r["item_id"], r["model"], r["sample_idx"], r["scorer_version"], r["response_ids"],
+            r["status"], r["correct"], r["lenient_correct"], r["predicted"]) for r in written(lake, "scores", before)}
+    assert got == expected_scores(lake, "rr.run_id = 'run-b'") - expected_scores(lake, *where) and len(got) == 6
