@@ -84,8 +84,7 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
     many prompts, the same reply on every sample), and the rest of the work stays in DuckDB.
     """
     reads = _reads(selection)
-    picked, where, params = _selected(selection, reads, "rr.request_id, rr.step, rr.item_id, rr.run_id, rr.model, "
-                                                        "rr.created_at")
+    picked, where, params = _selected(selection, reads, "rr.request_id, rr.step")
     with _connect(lake, reads, "items ledger parses") as con:
         selected = con.sql(
             f"""
@@ -142,12 +141,14 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
 
 def _selected(selection: Selection, reads: dict[str, str], columns: str) -> tuple[str, str, list[Any]]:
     """The selection's requests: a CTE ``picked`` (the ``columns`` of the ``run_requests`` rows,
-    alias ``rr``, that its request clauses select) and, for a narrow selection, ``picked_items``
+    alias ``rr``, that its request clauses select, with the columns its predicate reads and the
+    item id) and, for a narrow selection, ``picked_items``
     (their items: ``reads["items"]`` names it), then its whole predicate over ``rr`` and ``i`` (the
     suite is an item's), and the parameters of both, in order."""
     requests, request_params = selection.where(requests_only=True)
     where, params = selection.where()
-    ctes = f"picked AS (SELECT {columns} FROM run_requests rr WHERE {requests})"
+    ctes = (f"picked AS (SELECT {columns}, rr.run_id, rr.model, rr.item_id, rr.created_at "
+            f"FROM run_requests rr WHERE {requests})")
     if reads["items"] == "picked_items":
         ctes += ",\n            picked_items AS (SELECT * FROM items_of('picked'))"
     return ctes, where, request_params + params
@@ -212,8 +213,7 @@ def score_trials(lake: Lake, selection: Selection, run_id: str) -> StageStats:
 def _trials_with_steps(con: duckdb.DuckDBPyConnection, selection: Selection, reads: dict[str, str]) -> pa.Table:
     """The selected trials, one row each: item, model, sample, gold, answer type, the number of
     steps the trial must answer, its steps in order (:func:`judge`'s input) and its response ids."""
-    picked, where, params = _selected(selection, reads, "rr.trial_id, rr.item_id, rr.model, rr.sample_idx, "
-                                                        "rr.step_index, rr.request_id, rr.run_id, rr.created_at")
+    picked, where, params = _selected(selection, reads, "rr.trial_id, rr.sample_idx, rr.step_index, rr.request_id")
     return con.sql(
         f"""
         WITH {picked},
