@@ -49,11 +49,13 @@ def mixed_lake(tmp_path) -> LakeBuilder:
     return lake.flush()
 
 
-def expected_parses(lake: LakeBuilder) -> set[tuple]:
-    rows = lake.query("""
+def expected_parses(lake: LakeBuilder, where: str = "TRUE", params: list | None = None) -> set[tuple]:
+    """The parses of the ``ok`` responses of the ``run_requests`` rows (alias rr) that ``where``
+    selects, read through the whole-lake views items and ledger."""
+    rows = lake.query(f"""
         SELECT DISTINCT l.response_id, l.text, rr.step, i.answer_type, i.solver, i.steps
         FROM run_requests rr JOIN items i USING (item_id) JOIN ledger l ON l.request_id = rr.request_id
-        WHERE l.status = 'ok'""")
+        WHERE l.status = 'ok' AND {where}""", params)
     out = set()
     for r in rows:
         answer_type = step_answer_type(r, r["step"])
@@ -63,16 +65,18 @@ def expected_parses(lake: LakeBuilder) -> set[tuple]:
     return out
 
 
-def expected_scores(lake: LakeBuilder) -> set[tuple]:
-    rows = lake.query("""
+def expected_scores(lake: LakeBuilder, where: str = "TRUE", params: list | None = None) -> set[tuple]:
+    """The scores of the trials of the ``run_requests`` rows (alias rr) that ``where`` selects,
+    read through the whole-lake views items, ledger and latest_parses."""
+    rows = lake.query(f"""
         WITH req AS (
-            SELECT * FROM run_requests
+            SELECT * FROM run_requests rr WHERE {where}
             QUALIFY row_number() OVER (PARTITION BY trial_id, step_index ORDER BY created_at DESC) = 1)
         SELECT req.trial_id, req.item_id, req.model, req.sample_idx, req.step_index, i.gold, i.answer_type,
                i.solver, i.steps, l.status AS response_status, l.response_id, p.status AS parse_status, p.value
         FROM req JOIN items i USING (item_id)
         LEFT JOIN ledger l ON l.request_id = req.request_id LEFT JOIN latest_parses p ON p.response_id = l.response_id
-        ORDER BY req.trial_id, req.step_index""")
+        ORDER BY req.trial_id, req.step_index""", params)
     trials = defaultdict(list)
     for r in rows:
         trials[r["trial_id"]].append(r)
@@ -109,3 +113,77 @@ def test_set_based_parse_and_score_agree_with_the_row_by_row_definition(tmp_path
     # nothing new: the same versions over the same responses are not written again
     again = parse_responses(lake.lake, Selection()), score_trials(lake.lake, Selection(), RUN)
     assert [s.written for s in again] == [0, 0]
+
+
+def written(lake: LakeBuilder, table: str, after) -> list[dict]:
+    return lake.query(f"SELECT * FROM all_{table} WHERE created_at > ?", [after])
+
+
+def test_a_chunk_reads_only_its_rows_and_gets_the_whole_lake_views_rows(tmp_path):
+    """A sweep's chunk (a run, a model, some items) reads only its own rows of the lake (table
+    macros items_of, ledger_of, latest_parses_of; its parses' and scores' anti-joins): it must
+    write exactly what the whole-lake views give for it, with around it rows of other runs, models
+    and items, an item written twice, requests answered error then ok then error and ok twice,
+    parses of an older parser version and scores that already hold or no longer hold."""
+    lake = LakeBuilder(tmp_path)
+    mine = [lake.item(f"A{k}", gold="5") for k in range(4)]
+    other_item = lake.item("B0", gold="5")
+    for item in [*mine, other_item]:
+        lake.answered(item, "m1", "Answer: 5", run_id="run-old")  # the same trials, an earlier run
+        lake.answered(item, "m2", "Answer: 6", run_id="run-b")  # another model of the chunk's run
+    # the chunk's run recorded the same requests again (answered from the ledger): the old responses count
+    for request in [r for r in lake.rows["requests"] if r["run_id"] == "run-old" and r["item_id"] != other_item]:
+        lake.rows["requests"].append(dict(request, run_id="run-b", created_at=lake.tick()))
+    lake.answered(other_item, "m1", "Answer: 5", run_id="run-b", sample_idx=1)  # an item outside the chunk
+    # mine[1] written again by a later run with another gold: the first row of an item counts
+    lake.rows["items"].append(dict(next(r for r in lake.rows["items"] if r["item_id"] == mine[1]),
+                                   gold="6", created_at=lake.tick()))
+    responses = {(r["request_id"], r["status"]): r for r in lake.rows["responses"]}
+    asked = {r["item_id"]: r["request_id"] for r in lake.rows["requests"] if r["run_id"] == "run-old"}
+    # mine[2]: an error before its ok and one after; mine[3]: two oks, the first written counts
+    first = responses[(asked[mine[2]], "ok")]
+    lake.rows["responses"].remove(first)
+    for status, text in (("error", None), ("ok", "Answer: 7"), ("error", None)):
+        lake.rows["responses"].append(dict(first, response_id=f"r2-{lake.tick()}", status=status, text=text,
+                                           created_at=lake.tick()))
+    lake.rows["responses"].append(dict(responses[(asked[mine[3]], "ok")], response_id="r3-later", text="Answer: 9",
+                                       created_at=lake.tick()))
+    # an older parser version's parse of a chunk response, and one of a response outside it
+    lake.parse(responses[(asked[mine[0]], "ok")]["response_id"], asked[mine[0]], "4")
+    lake.parse(responses[(asked[other_item], "ok")]["response_id"], asked[other_item], "4")
+    lake.flush()
+
+    chunk = Selection(run_ids=("run-b",), models=("m1",), item_ids=tuple(mine))
+    where = ("rr.run_id = 'run-b' AND rr.model = 'm1' AND rr.item_id IN (SELECT unnest(?::VARCHAR[]))", [mine])
+    before = lake.query("SELECT max(created_at) AS t FROM all_parses")[0]["t"]
+    assert parse_responses(lake.lake, chunk).written == 4
+    got = {(r["response_id"], r["answer_type"], r["parser_version"], r["status"], r["value"], r["extracted"],
+            r["canonical"]) for r in written(lake, "parses", before)}
+    assert got == expected_parses(lake, *where) and len(got) == 4
+    assert {g[4] for g in got} == {"5", "7"}  # mine[2]'s first ok, mine[3]'s first ok ("5", not the later "9")
+
+    # a score that still holds (this scorer version, the same responses) is not written again;
+    # one over other responses is
+    trial = {r["item_id"]: r["trial_id"] for r in lake.query("SELECT item_id, trial_id FROM run_requests WHERE model = 'm1'")}
+    ledger = {r["request_id"]: r["response_id"] for r in lake.query("SELECT * FROM ledger")}
+    for item, ids in ((mine[0], [ledger[asked[mine[0]]]]), (mine[1], ["another-response"])):
+        lake.score(trial[item], item, "m1", "correct", "5", run_id="run-b", scorer_version=scorer_version("integer"))
+        lake.rows["scores"][-1]["response_ids"] = json.dumps(ids)
+    lake.flush()
+    before = lake.query("SELECT max(created_at) AS t FROM all_scores")[0]["t"]
+    assert score_trials(lake.lake, chunk, "run-b").written == 3
+    got = {(r["trial_id"], r["item_id"], r["model"], r["sample_idx"], r["scorer_version"], r["response_ids"],
+            r["status"], r["correct"], r["lenient_correct"], r["predicted"]) for r in written(lake, "scores", before)}
+    expected = {s for s in expected_scores(lake, *where) if s[0] != trial[mine[0]]}
+    assert got == expected and len(got) == 3
+    assert {(g[1], g[6]) for g in got} == {(mine[1], "correct"), (mine[2], "wrong"), (mine[3], "correct")}
+
+    # the chunk's whole run (a known sweep's selection: requests picked by run alone) gives the
+    # views' rows of the rest of the run: its other model and the item outside the chunk
+    run = Selection(run_ids=("run-b",))
+    before = lake.query("SELECT max(created_at) AS t FROM all_scores")[0]["t"]
+    assert parse_responses(lake.lake, run).written == 6
+    score_trials(lake.lake, run, "run-b")
+    got = {(r["trial_id"], r["item_id"], r["model"], r["sample_idx"], r["scorer_version"], r["response_ids"],
+            r["status"], r["correct"], r["lenient_correct"], r["predicted"]) for r in written(lake, "scores", before)}
+    assert got == expected_scores(lake, "rr.run_id = 'run-b'") - expected_scores(lake, *where) and len(got) == 6

@@ -1,6 +1,6 @@
 -- Intermediate, symmetry suite: the associativity protocol's calls, each checked on its own.
 -- associativity_steps: one row per associativity trial and step (segment_1, segment_2, combine).
--- depends_on: items, run_requests, responses, latest_parses, trial_scores
+-- depends_on: items, run_requests, ledger_of, latest_parses, trial_scores
 
 -- Each call of an associativity trial (steps segment_1, segment_2, combine) checked against its
 -- own correct sub-answer, one row per trial and step: a segment's gold is the group value of its
@@ -22,7 +22,7 @@ step_names AS (
     SELECT * FROM (VALUES ('segment_1', 1), ('segment_2', 2), ('combine', 3)) AS s(step, step_order)
 ),
 -- The latest request of each step of these trials (as latest_requests: macro request_recency) and
--- the response that counts (as ledger: macro response_precedence), ranked among these trials'
+-- the response that counts (the ledger's row: table macro ledger_of), ranked among these trials'
 -- requests only: reading latest_requests and ledger, DuckDB ranks every request and response of
 -- the lake first (it does not push the trials' filter below their windows): 3.7 s of CPU at
 -- 1,000,000 responses with no associativity trial at all.
@@ -33,10 +33,7 @@ step_requests AS (
     QUALIFY request_recency(trial_id, step, created_at) = 1
 ),
 step_responses AS (
-    SELECT request_id, response_id, status
-    FROM responses
-    WHERE request_id IN (SELECT request_id FROM step_requests)
-    QUALIFY response_precedence(request_id, status, created_at) = 1
+    SELECT request_id, response_id, status FROM ledger_of('step_requests')
 ),
 answered AS (
     SELECT r.trial_id, r.step, r.content, l.status AS response_status,

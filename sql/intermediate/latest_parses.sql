@@ -4,4 +4,4 @@
 
 CREATE OR REPLACE VIEW latest_parses AS
 SELECT * FROM all_parses
-QUALIFY row_number() OVER (PARTITION BY response_id ORDER BY created_at DESC) = 1;
+QUALIFY parse_recency(response_id, created_at) = 1;

@@ -4,4 +4,4 @@
 -- Items are content-addressed: the same id is the same item, whichever run wrote it.
 CREATE OR REPLACE VIEW items AS
 SELECT * FROM raw_items
-QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1;
+QUALIFY item_precedence(item_id, created_at) = 1;

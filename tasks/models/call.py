@@ -173,13 +173,13 @@ def request_from_row(row: dict[str, Any]) -> Request:
 
 # The one rule for "this request is answered": its ledger row is ``ok``. Every stage that asks
 # (the ledger look-up, claims, provider batch jobs) reads these rows, for the request ids in $1.
-# The rows of the view ``ledger`` (sql/intermediate/ledger.sql), with the requests picked before
-# its precedence is ranked: the ranking is per request, so the rows are the same, but the view
-# would rank every response of the lake for each look-up (a sweep makes three per chunk of 1,000,
-# and at 200,000 responses that ranking was a third of each look-up's CPU; bench/results.md, "fig2").
-USABLE_LEDGER_ROWS = ("SELECT request_id, response_id, text, finish_reason FROM responses "
-                      "WHERE request_id IN (SELECT unnest($1::VARCHAR[])) "
-                      "QUALIFY response_precedence(request_id, status, created_at) = 1 AND status = 'ok'")
+# The ``ok`` rows of the view ``ledger`` for those requests, through the table macro ``ledger_of``
+# (sql/intermediate/ledger_of.sql), which picks the requests before ranking their responses: the
+# view would rank every response of the lake for each look-up (a sweep makes three per chunk of
+# 1,000, and at 200,000 responses that ranking was a third of each look-up's CPU; bench/results.md, "fig2").
+USABLE_LEDGER_ROWS = ("WITH asked_ids AS (SELECT unnest($1::VARCHAR[]) AS request_id) "
+                      "SELECT request_id, response_id, text, finish_reason FROM ledger_of('asked_ids') "
+                      "WHERE status = 'ok'")
 
 
 def lookup_ledger(lake: Lake, request_ids: Sequence[str]) -> dict[str, dict[str, Any]]:

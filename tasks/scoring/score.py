@@ -48,11 +48,33 @@ class StageStats:
     written: int = 0
 
 
-# The views each stage's queries read (with the macros, and what these read): its connection creates
-# those only. Creating a view binds it, and every view of sql/ took 0.4-0.5 s of CPU, paid by the
-# first parse of each process (every sweep of the test suite, every cached sweep).
-_PARSE_READS = "run_requests items ledger all_parses"
-_SCORE_READS = "run_requests items ledger latest_parses all_scores"
+# What each stage's queries read, by the kind of selection. A selection of some runs or items (a
+# sweep's chunk: a run, a model, 1,000 items) reads only its own rows of the lake: its requests'
+# items (table macro items_of) and ledger rows (ledger_of), their responses' parses
+# (latest_parses_of) and its trials' scores. The views items, ledger and latest_parses rank every
+# item, response and parse of the lake, and each chunk of a sweep paid for that, so its reads grew
+# with the lake. A selection of every run (a rescore by model, suite or date, or of everything)
+# reads the views: picking the ids first only adds a semi-join over most of the lake (at 1,000,000
+# responses, a rescore of everything took 30% more CPU and 50% more memory; bench/results.md,
+# "chunk-reads"). `{}` is the relation whose ids are picked; picked_items is items_of('picked'),
+# a CTE of _selected.
+_NARROW = {"items": "picked_items", "ledger": "ledger_of('{}')", "latest_parses": "latest_parses_of('{}')",
+           "parses": "(SELECT * FROM all_parses WHERE response_id IN (SELECT response_id FROM {}))",
+           "scores": "(SELECT * FROM all_scores WHERE trial_id IN (SELECT trial_id FROM {}))"}
+_BROAD = {"items": "items", "ledger": "ledger", "latest_parses": "latest_parses", "parses": "all_parses",
+          "scores": "all_scores"}
+
+
+def _reads(selection: Selection) -> dict[str, str]:
+    """The relations the stages read for ``selection`` (``_NARROW`` or ``_BROAD``)."""
+    return _NARROW if selection.run_ids or selection.item_ids else _BROAD
+
+
+def _connect(lake: Lake, reads: dict[str, str], names: str) -> duckdb.DuckDBPyConnection:
+    """A connection with the views and macros of ``names`` (keys of ``reads``) and run_requests
+    only: creating a view binds it, and every view of sql/ took 0.4-0.5 s of CPU, paid by the
+    first parse of each process (every sweep of the test suite, every cached sweep)."""
+    return lake.connect(" ".join(["run_requests items_of", *(reads[n] for n in names.split())]))
 
 
 def parse_responses(lake: Lake, selection: Selection) -> StageStats:
@@ -61,32 +83,36 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
     Each distinct (answer type, text) is parsed once: stored responses repeat (the same answer to
     many prompts, the same reply on every sample), and the rest of the work stays in DuckDB.
     """
-    where, params = selection.where()
-    with lake.connect(_PARSE_READS) as con:
+    reads = _reads(selection)
+    picked, where, params = _selected(selection, reads, "rr.request_id, rr.step")
+    with _connect(lake, reads, "items ledger parses") as con:
         selected = con.sql(
             f"""
+            WITH {picked},
             -- distinct before the texts join in: the ledger holds one response per request
-            WITH asked AS (
+            asked AS (
                 SELECT DISTINCT rr.request_id, rr.step, i.answer_type AS item_answer_type, i.solver, i.steps
-                FROM run_requests rr JOIN items i ON i.item_id = rr.item_id
+                FROM picked rr JOIN {reads["items"]} i ON i.item_id = rr.item_id
                 WHERE {where}
             )
             SELECT l.response_id, a.request_id, l.text, l.finish_reason, a.step, a.item_answer_type, a.solver, a.steps
-            FROM asked a JOIN ledger l ON l.request_id = a.request_id AND l.status = 'ok'
+            FROM asked a JOIN {reads["ledger"].format("asked")} l ON l.request_id = a.request_id AND l.status = 'ok'
             """,
             params=params,
         ).to_arrow_table()
         con.register("selected", selected)
         con.register("step_types", _step_types(con))
-        # one row per response and parser version that has no parse yet
+        # one row per response and parser version that has no parse yet (among the parses of the
+        # selected responses only)
         todo = con.sql(
-            """
+            f"""
+            WITH done AS (SELECT response_id, parser_version FROM {reads["parses"].format("selected")})
             SELECT s.response_id, s.request_id, s.text, s.finish_reason, t.answer_type, t.parser_version
             FROM selected s
             JOIN step_types t ON t.item_answer_type IS NOT DISTINCT FROM s.item_answer_type
                 AND t.solver IS NOT DISTINCT FROM s.solver AND t.steps IS NOT DISTINCT FROM s.steps
                 AND t.step IS NOT DISTINCT FROM s.step
-            WHERE NOT EXISTS (SELECT 1 FROM all_parses p
+            WHERE NOT EXISTS (SELECT 1 FROM done p
                               WHERE p.response_id = s.response_id AND p.parser_version = t.parser_version)
             QUALIFY row_number() OVER (PARTITION BY s.response_id, t.parser_version) = 1
             """
@@ -111,6 +137,21 @@ def parse_responses(lake: Lake, selection: Selection) -> StageStats:
         ).to_arrow_table()
     write_table(lake, "parses", _stamped(out))
     return StageStats(examined=selected.num_rows, written=out.num_rows)
+
+
+def _selected(selection: Selection, reads: dict[str, str], columns: str) -> tuple[str, str, list[Any]]:
+    """The selection's requests: a CTE ``picked`` (the ``columns`` of the ``run_requests`` rows,
+    alias ``rr``, that its request clauses select, with the columns its predicate reads and the
+    item id) and, for a narrow selection, ``picked_items``
+    (their items: ``reads["items"]`` names it), then its whole predicate over ``rr`` and ``i`` (the
+    suite is an item's), and the parameters of both, in order."""
+    requests, request_params = selection.where(requests_only=True)
+    where, params = selection.where()
+    ctes = (f"picked AS (SELECT {columns}, rr.run_id, rr.model, rr.item_id, rr.created_at "
+            f"FROM run_requests rr WHERE {requests})")
+    if reads["items"] == "picked_items":
+        ctes += ",\n            picked_items AS (SELECT * FROM items_of('picked'))"
+    return ctes, where, request_params + params
 
 
 def _step_types(con: duckdb.DuckDBPyConnection) -> pa.Table:
@@ -149,11 +190,11 @@ def score_trials(lake: Lake, selection: Selection, run_id: str) -> StageStats:
     DuckDB gathers each trial's steps; :func:`judge` runs once per distinct (answer type, gold,
     steps) among the trials to score (stored trials repeat them), and its verdicts are joined back.
     """
-    where, params = selection.where()
-    with lake.connect(_SCORE_READS) as con:
-        trials = _trials_with_steps(con, where, params)
+    reads = _reads(selection)
+    with _connect(lake, reads, "items ledger latest_parses scores") as con:
+        trials = _trials_with_steps(con, selection, reads)
         con.register("trials", trials)
-        todo = _unscored(con, trials)
+        todo = _unscored(con, trials, reads)
         con.register("todo", todo)
         con.register("verdicts", _verdicts(con, trials.schema.field("steps")))
         out = con.sql(
@@ -169,34 +210,40 @@ def score_trials(lake: Lake, selection: Selection, run_id: str) -> StageStats:
     return StageStats(examined=trials.num_rows, written=out.num_rows)
 
 
-def _trials_with_steps(con: duckdb.DuckDBPyConnection, where: str, params: list[Any]) -> pa.Table:
+def _trials_with_steps(con: duckdb.DuckDBPyConnection, selection: Selection, reads: dict[str, str]) -> pa.Table:
     """The selected trials, one row each: item, model, sample, gold, answer type, the number of
     steps the trial must answer, its steps in order (:func:`judge`'s input) and its response ids."""
+    picked, where, params = _selected(selection, reads, "rr.trial_id, rr.sample_idx, rr.step_index, rr.request_id")
     return con.sql(
         f"""
-        WITH req AS (
+        WITH {picked},
+        req AS (
             SELECT rr.trial_id, rr.item_id, rr.model, rr.sample_idx, rr.step_index, rr.request_id
-            FROM run_requests rr JOIN items i ON i.item_id = rr.item_id
+            FROM picked rr JOIN {reads["items"]} i ON i.item_id = rr.item_id
             WHERE {where}
             -- the latest request per trial and step among those selected (sql/macros/requests.sql)
             QUALIFY request_recency(rr.trial_id, rr.step_index, rr.created_at) = 1
         ),
+        -- each step's ledger row, among those of the selected requests only
+        answered AS (
+            SELECT req.*, l.response_id, l.status
+            FROM req LEFT JOIN {reads["ledger"].format("req")} l ON l.request_id = req.request_id
+        ),
         -- one row per trial (its requests share its item, model and sample), its steps gathered
         -- unordered and sorted by step index after: an ordered aggregate took twice as long
         gathered AS (
-            SELECT req.trial_id, any_value(req.item_id) AS item_id, any_value(req.model) AS model,
-                   any_value(req.sample_idx) AS sample_idx, any_value(i.gold) AS gold,
+            SELECT a.trial_id, any_value(a.item_id) AS item_id, any_value(a.model) AS model,
+                   any_value(a.sample_idx) AS sample_idx, any_value(i.gold) AS gold,
                    any_value(i.answer_type) AS answer_type,
                    -- the steps a trial must answer (tasks.records.step_plan)
                    ({n_steps_sql("any_value(i.solver)", "any_value(i.steps)")})::BIGINT AS n_steps,
-                   list_sort(list({{'step_index': req.step_index, 'response_id': l.response_id,
-                                    'response_status': l.status, 'parse_status': p.status,
+                   list_sort(list({{'step_index': a.step_index, 'response_id': a.response_id,
+                                    'response_status': a.status, 'parse_status': p.status,
                                     'value': p.value}})) AS steps
-            FROM req
-            JOIN items i ON i.item_id = req.item_id
-            LEFT JOIN ledger l ON l.request_id = req.request_id
-            LEFT JOIN latest_parses p ON p.response_id = l.response_id
-            GROUP BY req.trial_id
+            FROM answered a
+            JOIN {reads["items"]} i ON i.item_id = a.item_id
+            LEFT JOIN {reads["latest_parses"].format("answered")} p ON p.response_id = a.response_id
+            GROUP BY a.trial_id
         )
         SELECT trial_id, item_id, model, sample_idx, gold, answer_type, n_steps,
                -- judge's input: the steps without their response ids
@@ -211,16 +258,17 @@ def _trials_with_steps(con: duckdb.DuckDBPyConnection, where: str, params: list[
     ).to_arrow_table()
 
 
-def _unscored(con: duckdb.DuckDBPyConnection, trials: pa.Table) -> pa.Table:
+def _unscored(con: duckdb.DuckDBPyConnection, trials: pa.Table, reads: dict[str, str]) -> pa.Table:
     """The ``trials`` (registered under that name) without a score of their current scorer
-    version over the same responses, each with that version."""
+    version over the same responses (among the scores of those trials only), each with that version."""
     versions = [(t, scorer_version(t)) for t in pc.unique(trials["answer_type"]).to_pylist()]
     con.register("versions", _strings(versions, ("answer_type", "scorer_version")))
     return con.sql(
-        """
+        f"""
+        WITH done AS (SELECT trial_id, scorer_version, response_ids FROM {reads["scores"].format("trials")})
         SELECT t.*, v.scorer_version
         FROM trials t JOIN versions v USING (answer_type)
-        WHERE NOT EXISTS (SELECT 1 FROM all_scores s WHERE s.trial_id = t.trial_id
+        WHERE NOT EXISTS (SELECT 1 FROM done s WHERE s.trial_id = t.trial_id
                           AND s.scorer_version = v.scorer_version AND s.response_ids = t.response_ids)
         """
     ).to_arrow_table()

@@ -21,11 +21,13 @@ class Selection:
     item_ids: tuple[str, ...] = field(default=(), repr=False)
     since: dt.date | None = None
 
-    def where(self) -> tuple[str, list[Any]]:
-        """A SQL predicate and its parameters (TRUE when nothing is selected)."""
+    def where(self, requests_only: bool = False) -> tuple[str, list[Any]]:
+        """A SQL predicate and its parameters (TRUE when nothing is selected). ``requests_only``:
+        its clauses on ``run_requests`` alone (not the suite, an ``items`` column), which pick the
+        requests, and so the items, to read before ``items`` is joined."""
         clauses, params = [], []
         for column, values in (("rr.run_id", self.run_ids), ("rr.model", self.models),
-                               ("i.suite", self.suites), ("rr.item_id", self.item_ids)):
+                               ("i.suite", () if requests_only else self.suites), ("rr.item_id", self.item_ids)):
             if values:
                 clauses.append(f"{column} IN (SELECT unnest(?::VARCHAR[]))")
                 params.append(list(values))
