@@ -244,12 +244,12 @@ def _tables(lake: Lake) -> dict[str, list[tuple]]:
 def test_a_new_lake_s_first_refresh_is_one_commit_of_the_tables_the_general_path_builds(tmp_path, monkeypatch):
     """A lake's first refresh builds every table and the mark in one commit, with the rows that
     creating them empty and rebuilding each in a transaction of its own gives (and a lake larger
-    than a slice takes that path)."""
+    than a slice, or with more rows than FIRST_BUILD_ROWS, takes that path)."""
     made = RandomLake(tmp_path / "one", 5)
     made.sweep()
     made.sweep(model="imported")
     made.rescore()
-    for side in ("general", "sliced"):
+    for side in ("general", "sliced", "larger"):
         shutil.copytree(tmp_path / "one", tmp_path / side)
     before = _snapshots(made.b.lake)
     done = refresh(made.b.lake)
@@ -272,6 +272,13 @@ def test_a_new_lake_s_first_refresh_is_one_commit_of_the_tables_the_general_path
     assert max(refresh(sliced_lake)["slices"].values()) > 1
     assert _snapshots(sliced_lake) > before + 2
     assert _tables(sliced_lake) == built
+    monkeypatch.undo()
+
+    larger = Lake(str(tmp_path / "larger" / "lake"))
+    monkeypatch.setattr(refresh_module, "FIRST_BUILD_ROWS", 3)  # a first sweep of many items: a commit per table
+    assert refresh(larger)["full"]
+    assert _snapshots(larger) > before + 2
+    assert _tables(larger) == built
 
 
 def _view_sql(lake: Lake, view: str) -> str:

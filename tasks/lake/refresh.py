@@ -14,8 +14,8 @@ transaction for all held every table's uncommitted change, which each later read
 memory at 10,000,000 responses.) Without a usable mark (never refreshed, their SQL changed, the
 mark's snapshot expired) it rebuilds every table, a slice of keys at a time
 (:data:`ROWS_PER_SLICE`), so that its memory does not grow with the lake. A new lake's first
-refresh (no materialised table yet, every table within one slice: a first sweep's end) builds
-every table and the mark in one transaction instead (``_first_build``): the same rows, one commit.
+refresh (no materialised table yet, no raw source above :data:`FIRST_BUILD_ROWS` rows: a small
+first sweep's end) builds every table and the mark in one transaction instead (``_first_build``): the same rows, one commit.
 
 Two refreshes of one lake run one after the other (``Lake.exclusive("refresh")``): each planned
 from the same mark would insert a new key's rows, and DuckLake does not take two appends to one
@@ -60,6 +60,11 @@ log = logging.getLogger(__name__)
 # rows of its scope each, one INSERT per slice: the windows that pick the latest parse, score
 # and trial then hold a slice, not the lake (one pass over 10,000,000 trials peaked at 8.3 GB).
 ROWS_PER_SLICE = 1_000_000
+# The largest raw source a first refresh builds in one transaction (``_first_build``). Larger, the
+# one transaction holds every table's rows until its commit: a 200,000-item sweep's end rose from
+# 1.58 to 2.40 GB of RSS that way (bench/results.md, "Issue #26 at rest after the s13 merges"),
+# against about 0.2 GB through the general path's commit per table.
+FIRST_BUILD_ROWS = 20_000
 
 __all__ = ["CHANGED_KEYS", "SCOPES", "ROWS_PER_SLICE", "refresh"]
 
@@ -184,16 +189,18 @@ def _committed(con: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
 
 
 def _first_build(lake: Lake, con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
-    """A lake's first refresh (no materialised table, no mark) as one build, when every table fits
-    one slice (:data:`ROWS_PER_SLICE`): each table created from its view over the raw lake, in load
-    order, and the mark, in one transaction; None (nothing done) otherwise.
+    """A lake's first refresh (no materialised table, no mark) as one build, when every raw source
+    holds at most :data:`FIRST_BUILD_ROWS` rows (a new lake's first sweep): each table created from
+    its view over the raw lake, in load order, and the mark, in one transaction; None (nothing done)
+    otherwise.
 
     The same rows as creating the tables empty, then rebuilding each in a transaction of its own
     (the general path, 12 commits): a view over the raw lake gives each key's rows of its
     definition, which its table then holds. One commit, and the views bound once instead of
     twice: 0.3-0.4 s of a new lake's first sweep ("The first refresh of a new lake",
-    bench/results.md). Larger lakes (one never refreshed, from before the materialised views)
-    keep the general path, whose slices and commits per table bound its memory."""
+    bench/results.md). Larger lakes (a first sweep of many items, one never refreshed from before
+    the materialised views) keep the general path, whose slices and commits per table bound its
+    memory."""
     have = set(ducklake.lake_tables(con))
     names = materialised_names()
     if MARK_TABLE in have or have.intersection(names):
@@ -201,7 +208,7 @@ def _first_build(lake: Lake, con: duckdb.DuckDBPyConnection) -> dict[str, Any] |
     lake.create_views(con, " ".join(names), materialised=False)
     raw = sorted({source for _, source in SCOPES.values() if not source.startswith("lake_table")})
     counts = ", ".join(f"(SELECT count(*) FROM {source})" for source in raw)
-    if con.execute(f"SELECT greatest({counts})").fetchone()[0] > ROWS_PER_SLICE:
+    if con.execute(f"SELECT greatest({counts})").fetchone()[0] > min(FIRST_BUILD_ROWS, ROWS_PER_SLICE):
         return None
     tables: dict[str, dict[str, float]] = {}
     slices = dict.fromkeys(names, 1)
