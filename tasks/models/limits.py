@@ -18,7 +18,8 @@ Cost: every call attempt makes an API round trip to acquire the concurrency slot
 it and one per configured rate limit, and Prefect serialises one process's acquisitions on one
 model. Measured on 2 cores against the default SQLite-backed server on loopback: about 10 ms per
 acquisition and 35 ms per release when idle, a ceiling of about 6–8 calls per second per limit
-under load (README, "Shared rate limits"). The in-process
+under load, about 1 per second with dozens of calls in flight (SQLite refuses an acquisition that
+meets a release, and Prefect's client backs off; docs/operations.md, "Shared rate limits"). The in-process
 :class:`~tasks.models.routes.RateLimiter` stays in front, so a worker never queues more than its own
 ``concurrency`` acquisitions. Prefect is imported inside the functions that use it, so a call
 stage without a server (and ``import-responses``) never loads it.
