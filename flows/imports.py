@@ -47,7 +47,8 @@ def _store_run(lake: Lake, plan: ImportPlan, config: str) -> dict[str, Any]:
     """Store one plan as a run of kind ``import``; its summary with the flow run id."""
     with lifecycle.begin(lake, "import", config=config, models=[plan.model], n_items=len(plan.items)) as run:
         summary = store_import(plan, lake, run.run_id)
-        errors = sum(1 for r in plan.recorded.values() if r["status"] == "error")
+        # A file's own columns give only some fields (a CSV's finish_reason, no status): no status is ok.
+        errors = sum(1 for r in plan.recorded.values() if r.get("status", "ok") == "error")
         run.finish(summary["message"], n_requests=summary["requests"], n_sent=0, n_cached=summary["cached"],
                    n_errors=errors)
     return {**summary, "model": plan.model, "flow_run_id": run.flow_run_id}

@@ -148,6 +148,22 @@ def test_one_prompt_in_two_items_is_two_requests(tmp_path, config):
     assert scored == [{"task": "a", "status": "correct"}, {"task": "b", "status": "wrong"}]
 
 
+@pytest.mark.slow  # an import end to end (seconds of CPU)
+def test_a_file_with_finish_reasons_imports_and_a_cut_reply_is_truncated(tmp_path, config):
+    """A CSV written by hand: a BOM, Windows line endings, spaced headers and a finish_reason column.
+    Its run completes, and a reply cut at the token limit is truncated, not graded by its last number."""
+    source = tmp_path / "outside file.csv"
+    source.write_bytes("\ufeffPrompt , Target,Prediction, Finish_Reason\r\n"
+                       "What is 12 + 30?,42,42.00,stop\r\n"
+                       "What is 12 + 31?,43,Let me compute 12 + 31 = 4,length\r\n".encode())
+    result = invoke("import-responses", str(source), "--model", "m", "--config", str(config))
+    assert result.exit_code == 0, result.output
+    [run] = lake(tmp_path, "SELECT status, n_errors FROM runs")
+    assert run == {"status": "completed", "n_errors": 0}
+    scored = lake(tmp_path, "SELECT i.gold, ts.status FROM trial_scores ts JOIN items i USING (item_id) ORDER BY i.gold")
+    assert scored == [{"gold": "42", "status": "correct"}, {"gold": "43", "status": "truncated"}]
+
+
 def test_answer_types_of_unknown_tasks_follow_their_golds():
     def rec(task, gold):
         return Record("line 1", {"task": task, "gold": gold})
