@@ -15,7 +15,8 @@ memory at 10,000,000 responses.) Without a usable mark (never refreshed, their S
 mark's snapshot expired) it rebuilds every table, a slice of keys at a time
 (:data:`ROWS_PER_SLICE`), so that its memory does not grow with the lake. A new lake's first
 refresh (no materialised table yet, no raw source above :data:`FIRST_BUILD_ROWS` rows: a small
-first sweep's end) builds every table and the mark in one transaction instead (``_first_build``): the same rows, one commit.
+first sweep's end) builds every table and the mark in one transaction instead (``_first_build``):
+the same rows, one commit.
 
 Two refreshes of one lake run one after the other (``Lake.exclusive("refresh")``): each planned
 from the same mark would insert a new key's rows, and DuckLake does not take two appends to one
