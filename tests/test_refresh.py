@@ -261,14 +261,16 @@ def test_a_new_lake_s_first_refresh_is_one_commit_of_the_tables_the_general_path
     assert all(built[name] for name in ["latest_parses", "trial_scores", "family_trials", "item_outcomes"])
 
     general = Lake(str(tmp_path / "general" / "lake"))
-    monkeypatch.setattr(refresh_module, "_first_build", lambda lake, con: None)
+    monkeypatch.setattr(refresh_module, "_first_build", lambda lake, con, have: None)
     assert refresh(general)["full"]
     assert _snapshots(general) > before + 2  # the general path: a commit per table
     assert _tables(general) == built
     monkeypatch.undo()
 
     sliced_lake = Lake(str(tmp_path / "sliced" / "lake"))
-    monkeypatch.setattr(refresh_module, "ROWS_PER_SLICE", 3)  # a lake larger than a slice: the general path
+    # a lake larger than a slice (so larger than a first build too): the general path, sliced
+    monkeypatch.setattr(refresh_module, "ROWS_PER_SLICE", 3)
+    monkeypatch.setattr(refresh_module, "FIRST_BUILD_ROWS", 3)
     assert max(refresh(sliced_lake)["slices"].values()) > 1
     assert _snapshots(sliced_lake) > before + 2
     assert _tables(sliced_lake) == built

@@ -39,7 +39,7 @@ import duckdb
 from tasks.lake import ducklake, materialised
 from tasks.lake.ducklake import ALIAS, current_snapshot
 from tasks.lake.engine import connect
-from tasks.lake.lake import Lake
+from tasks.lake.lake import Lake, Made
 from tasks.lake.materialised import MARK_TABLE, materialised_names
 from tasks.lake.recompute import (
     CHANGED_KEYS,
@@ -86,9 +86,10 @@ def refresh(lake: Lake, full: bool = False, con: duckdb.DuckDBPyConnection | Non
     with _LOCK, lake.exclusive("refresh"), own as con:
         lake.ensure()
         lake.attach(con, read_only=False)
-        done = _first_build(lake, con)
+        have = set(ducklake.lake_tables(con))
+        done = _first_build(lake, con, have)
         if done is None:
-            _create_tables(lake, con)
+            _create_tables(lake, con, have)
             try:
                 done = _refreshed(lake, con, full)
             except ChangesUnknown as exc:
@@ -189,7 +190,7 @@ def _committed(con: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
     return done
 
 
-def _first_build(lake: Lake, con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+def _first_build(lake: Lake, con: duckdb.DuckDBPyConnection, have: set[str]) -> dict[str, Any] | None:
     """A lake's first refresh (no materialised table, no mark) as one build, when every raw source
     holds at most :data:`FIRST_BUILD_ROWS` rows (a new lake's first sweep): each table created from
     its view over the raw lake, in load order, and the mark, in one transaction; None (nothing done)
@@ -201,16 +202,19 @@ def _first_build(lake: Lake, con: duckdb.DuckDBPyConnection) -> dict[str, Any] |
     twice: 0.3-0.4 s of a new lake's first sweep ("The first refresh of a new lake",
     bench/results.md). Larger lakes (a first sweep of many items, one never refreshed from before
     the materialised views) keep the general path, whose slices and commits per table bound its
-    memory."""
-    have = set(ducklake.lake_tables(con))
+    memory. ``have``: the lake's tables."""
     names = materialised_names()
     if MARK_TABLE in have or have.intersection(names):
         return None
-    lake.create_views(con, " ".join(names), materialised=False)
+    # The raw sources are counted before the materialised views are bound (0.4 s of CPU), which
+    # a lake that takes the general path would otherwise pay twice.
     raw = sorted({source for _, source in SCOPES.values() if not source.startswith("lake_table")})
+    made: Made = {}
+    lake.create_views(con, " ".join(raw), materialised=False, made=made)
     counts = ", ".join(f"(SELECT count(*) FROM {source})" for source in raw)
-    if con.execute(f"SELECT greatest({counts})").fetchone()[0] > min(FIRST_BUILD_ROWS, ROWS_PER_SLICE):
+    if con.execute(f"SELECT greatest({counts})").fetchone()[0] > FIRST_BUILD_ROWS:
         return None
+    lake.create_views(con, " ".join(names), materialised=False, made=made)
     tables: dict[str, dict[str, float]] = {}
     slices = dict.fromkeys(names, 1)
 
@@ -228,10 +232,10 @@ def _first_build(lake: Lake, con: duckdb.DuckDBPyConnection) -> dict[str, Any] |
     return {"full": True, "snapshot": snapshot, "keys": {}, "slices": slices, "tables": tables}
 
 
-def _create_tables(lake: Lake, con: duckdb.DuckDBPyConnection) -> None:
-    """The mark table and, empty, each materialised table the lake lacks (their columns: their
-    views' over the raw lake), so that the views over them can be created."""
-    have = set(ducklake.lake_tables(con))
+def _create_tables(lake: Lake, con: duckdb.DuckDBPyConnection, have: set[str]) -> None:
+    """The mark table and, empty, each materialised table the lake lacks (``have``: the lake's
+    tables; their columns: their views' over the raw lake), so that the views over them can be
+    created."""
     missing = [name for name in materialised_names() if name not in have]
     if MARK_TABLE in have and not missing:
         return
