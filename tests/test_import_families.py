@@ -11,6 +11,7 @@ from fakes import FakeProvider, FakeServer
 from flows.sweep import sweep
 from tasks.lake.lake import Lake
 from tasks.lake.views import query
+from tasks.suites.geometry.imported import ImportFamiliesError, validate_rows
 
 CSV = """id,category,euclid,coord,vector,answer
 p1,length,"In triangle ABC, AB = 3, BC = 4 and angle ABC = 90°. Find AC.","A = (0, 0), B = (3, 0), C = (3, 4). Find |AC|.","Vectors a = (3, 0) and b = (0, 4). Find |a + b|.",5
@@ -65,3 +66,19 @@ def test_malformed_file_exits_2_and_stores_nothing(tmp_path):
     result = run_cli("import-families", str(unparsable), "--config", str(cfg))
     assert result.returncode == 2 and "row 2" in result.stderr and "answer" in result.stderr
     assert lake_files(tmp_path / "wh") == []
+
+
+def test_a_set_written_in_chinese_imports_like_its_english_twin():
+    """The paper's language: Chinese category names (with a full-width slash), full-width digits in
+    the answer; a missing form is still a problem named by row and column."""
+    texts = {"euclid": "正方形ABCD的边长为２，求其面积。", "coord": "A(0,0)，C(2,2)，求正方形面积。",
+             "vector": "AB=(2,0)，AD=(0,2)，求面积。"}
+    rows = [{"ID ": "z1", "Category": "面积／体积", **texts, "answer": "４"},
+            {"ID ": "z2", "Category": "长度", **texts, "answer": "２√２"},
+            {"ID ": "z3", "Category": "角度 / 方向", **texts, "answer": "６０°"},
+            {"ID ": "z4", "Category": "比值", **texts, "answer": "１/２"}]
+    problems = validate_rows(rows)
+    assert [(p.category, p.gold) for p in problems] == [("area", "4"), ("length", "2*sqrt(2)"), ("angle", "60"),
+                                                       ("ratio", "1/2")]
+    with pytest.raises(ImportFamiliesError, match=r"row 1 \(id 'z1'\), column 'vector': empty"):
+        validate_rows([{**rows[0], "vector": " "}])

@@ -76,6 +76,18 @@ CASES = [
     ("Answer: 2√5 ≈ 4.47", "2*sqrt(5)", True),
     ("Answer: 3 \\text{cm}^2", "3", True),
     ("\\boxed{12 \\text{ units}}", "12", True),
+    # replies as Chinese-speaking models write them (math/4): full-width digits, 答案/答 lines,
+    # an aside after the declared answer
+    ("答案：３√２", "3*sqrt(2)", True),
+    ("所以面积为４。", "4", True),
+    ("答案：６０°", "60", True),
+    ("答案：3√2（因为AC=3，BC=3）", "3*sqrt(2)", True),
+    ("Answer: 3√2 (since AC = 3 and BC = 3)", "3*sqrt(2)", True),
+    ("解答：由题意AC=3，BC=3。\n答：AB=3√2", "3*sqrt(2)", True),
+    ("最终答案：2π，约为6.28。", "2*pi", True),
+    ("答案为：√5", "2.236", True),
+    ("答案：3（AB=3√2）", "3*sqrt(2)", False),  # the declared answer is 3
+    ("AB² = 18，所以 AB = 3√2", "3*sqrt(2)", True),  # ² is not read as a digit
     # unparsable garbage never matches
     ("I cannot determine this.", "3", False),
     ("Answer: unknown", "3", False),
@@ -237,8 +249,8 @@ def test_no_names_reach_eval() -> None:
 
 
 def test_registered_with_version() -> None:
-    assert m.VERSION == "3"
-    assert parser_version("math") == "math/3"
+    assert m.VERSION == "4"
+    assert parser_version("math") == "math/4"
     assert parse("math", "Answer: 3/2").value == "3/2"
     assert parse("math", None).status == "unparsable"
 

@@ -139,9 +139,9 @@ def test_rescore_moves_math_runs_from_rule_1_to_rule_2_without_a_call(tmp_path, 
     summary = rescore(str(config))
     assert (summary["parses_written"], summary["scores_written"]) == (5, 5)
     now = {trials[r["trial_id"]]: (r["status"], r["scorer_version"]) for r in lake.query("SELECT * FROM latest_scores")}
-    assert now == {f: (expected, "score/2+math/3") for f, (*_, expected) in stored.items()}
+    assert now == {f: (expected, "score/2+math/4") for f, (*_, expected) in stored.items()}
     flips = {trials[c["trial_id"]]: (c["previous_scorer_version"], c["previous_status"], c["status"])
              for c in lake.query("SELECT * FROM score_changes WHERE flipped")}
     assert flips == {f: ("score/1+math/1", "wrong", "correct") for f in ("G1", "G2", "G3")}
-    assert {r["parser_version"] for r in lake.query("SELECT parser_version FROM latest_parses")} == {"math/3"}
+    assert {r["parser_version"] for r in lake.query("SELECT parser_version FROM latest_parses")} == {"math/4"}
     assert count(lake, "responses") == 5

@@ -5,9 +5,9 @@ exists but is unparsable, because that source is the model's declared answer):
 
 1. the last JSON ``"numeric_answer"`` field in the text (inside prose or a code fence; a JSON
    string or a bare number, quoted keys in single or double quotes);
-2. the last ``Answer:`` line (``Final answer:``, ``**Answer:**`` included); its value is the first
-   math-looking run on that line, or on the next non-empty line when the line is empty after the
-   colon (``Answer: 2√5 ≈ 4.47`` reads ``2√5``);
+2. the last ``Answer:`` line (``Final answer:``, ``**Answer:**``, ``答案：`` and ``答：``
+   included); its value is the first math-looking run on that line, or on the next non-empty
+   line when the line is empty after the colon (``Answer: 2√5 ≈ 4.47`` reads ``2√5``);
 3. the last ``\\boxed{...}``;
 4. otherwise the last math-looking run of the whole text.
 
@@ -39,7 +39,7 @@ import sympy
 from tasks.scoring.parse import Parsed
 from tasks.scoring.parse.math_expression import DECIMAL, canonical, canonical_exact, safe_sympify, span_value
 
-VERSION = "3"
+VERSION = "4"
 
 MAX_TEXT_CHARS = 100_000  # only the tail of a longer response is read (answers come last)
 MIN_SIG_DIGITS = 3  # rules 1 and 2: fewer significant digits match only an equal value
@@ -47,7 +47,8 @@ MIN_SIG_DIGITS = 3  # rules 1 and 2: fewer significant digits match only an equa
 _JSON_FIELD = re.compile(
     r"""["']numeric_answer["']\s*:\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^,}\n]*)"""
 )
-_ANSWER_LINE = re.compile(r"(?i)\banswer\b[*_ \t]*(?:is[ \t]*)?[:：][*_ \t]*([^\n]*)")
+# "答案：" and "答：" (answer) are the Chinese prompts' answer lines; "解答：" opens a solution
+_ANSWER_LINE = re.compile(r"(?i)(?:\banswer\b[*_ \t]*(?:is[ \t]*)?|(?<!解)答案?(?:是|为)?)[:：][*_ \t]*([^\n]*)")
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ DECIMAL = re.compile(r"^([+-]?)(\d*)\.(\d+)$")
 _RUN = re.compile(r"[0-9.√π+\-*/^() \t]+")
 _RATIO_SIDE = r"[0-9.√π+\-*/^() \t]*?[0-9π][0-9.√π+\-*/^() \t]*?"
 _RATIO = re.compile(rf"^\s*({_RATIO_SIDE})\s*:\s*({_RATIO_SIDE})\s*$")
+_HALFWIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
 
 _LATEX_SUBS: tuple[tuple[str, str], ...] = (
     (r"\\left|\\right|\\displaystyle|\\,|\\;|\\!|\\quad|\$", " "),
@@ -123,10 +124,17 @@ def span_value(span: str, last: bool) -> tuple[str, str] | None:
     return None
 
 
+def halfwidth(text: str) -> str:
+    """Full-width forms (``３√２``, ``（１）``, ``：``, as Chinese and Japanese text writes them) and the
+    ideographic space as their ASCII counterparts; nothing else changes (NFKC would also turn ``²``
+    into ``2``, so that ``AB²`` read as ``AB2``)."""
+    return text.translate(_HALFWIDTH)
+
+
 def _normalize(text: str) -> str:
     """LaTeX, Unicode operators, degree signs, the words sqrt and pi → the run alphabet."""
     # numbers as people write them first: the LaTeX rewrites below would split 2\frac{2}{3}
-    text = mixed_numbers(expand_scientific(drop_thousands_separators(text)))
+    text = mixed_numbers(expand_scientific(drop_thousands_separators(halfwidth(text))))
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
     text = re.sub(r"(?<=[\d)π])\s+times\s+(?=[\d(√π\\])", " * ", text)  # "2 times 2/3" is a product
     # units (with their exponent: cm^2 is not a square), before groups are unwrapped
@@ -156,6 +164,8 @@ def _trim(run: str) -> str:
         if run.count("(") > run.count(")") and run.startswith("("):
             run = run[1:]
         if run.count(")") > run.count("(") and run.endswith(")"):
+            run = run[:-1]
+        if run.endswith("("):  # an aside after the answer: "3√2 (since AC = 3"
             run = run[:-1]
         if run == before:
             break

@@ -12,8 +12,9 @@ Choices the paper leaves open:
 
 * ``category`` accepts the four category names and the paper's pairs (``distance``,
   ``length/distance``, ``volume``, ``area/volume``, ``direction``, ``angle/direction``,
-  ``proportion``, ``ratio/proportion``), any case; it is stored as ``length``, ``area``,
-  ``angle`` or ``ratio``;
+  ``proportion``, ``ratio/proportion``), any case, and the same in Chinese, the paper's language
+  (``长度/距离``, ``面积/体积``, ``角度/方向``, ``比例``, ``比值``; full-width ``／`` and spaces
+  around the slash allowed); it is stored as ``length``, ``area``, ``angle`` or ``ratio``;
 * ``answer`` is parsed by :func:`tasks.scoring.parse.math_expression.canonical` (so ``3/2``,
   ``2√5``, ``\\frac{3}{2}``, ``8π``, ``90°`` and decimals such as ``4.47`` all work); the gold is
   its canonical value, and a decimal gold keeps its digits (matching rule 1 treats it like any
@@ -41,7 +42,7 @@ from typing import Any, Sequence
 
 from tasks.columns import ColumnError, match_columns
 from tasks.records import Item
-from tasks.scoring.parse.math_expression import canonical
+from tasks.scoring.parse.math_expression import canonical, halfwidth
 from tasks.suites.base import TaskSpec, bins_from_edges, family_id, find_bin
 from tasks.suites.geometry import DEFAULTS, SUITE
 from tasks.suites.geometry.prompts import check_styles, style_items
@@ -53,6 +54,10 @@ CATEGORY_ALIASES = {
     "area": "area", "volume": "area", "area/volume": "area",
     "angle": "angle", "direction": "angle", "angle/direction": "angle",
     "ratio": "ratio", "proportion": "ratio", "ratio/proportion": "ratio",
+    "长度": "length", "距离": "length", "长度/距离": "length",
+    "面积": "area", "体积": "area", "面积/体积": "area",
+    "角度": "angle", "方向": "angle", "角度/方向": "angle",
+    "比例": "ratio", "比值": "ratio", "比例/比值": "ratio", "比例/比例": "ratio",
 }
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 MAX_REPORTED = 50  # a file missing a column would otherwise print one line per row
@@ -97,7 +102,7 @@ def load_families(path: str | Path, prompt_styles: Sequence[str] = ("direct",)) 
     bins = bins_from_edges(DEFAULTS["bins"])
     items: list[Item] = []
     for problem in problems:
-        entities = len(_NUMBER.findall(problem.texts["euclid"]))
+        entities = len(_NUMBER.findall(halfwidth(problem.texts["euclid"])))
         family = family_id(SUITE, IMPORT_SPEC.name, id=problem.id, category=problem.category,
                            texts=problem.texts, gold=problem.gold)
         for rep in REPRESENTATIONS:
@@ -174,7 +179,7 @@ def validate_rows(rows: Sequence[Any]) -> list[Problem]:
             row_errors.append(f"{where}, column 'id': duplicate of row {first_row_of[values['id']]}")
         elif values["id"]:
             first_row_of[values["id"]] = n
-        category = CATEGORY_ALIASES.get(values["category"].lower())
+        category = CATEGORY_ALIASES.get(re.sub(r"\s*/\s*", "/", halfwidth(values["category"]).lower()))
         if values["category"] and category is None:
             row_errors.append(f"{where}, column 'category': unknown category {values['category']!r}; "
                               f"known: {', '.join(sorted(set(CATEGORY_ALIASES.values())))}")
