@@ -15,13 +15,14 @@ way providers count their own per-minute limits. Limits are created by ``make de
 with :class:`SharedLimitError` instead of silently running unlimited.
 
 Cost: every call attempt makes an API round trip to acquire the concurrency slot, one to release
-it and one per configured rate limit, and Prefect serialises one process's acquisitions on one
-model. Measured on 2 cores against the default SQLite-backed server on loopback: about 10 ms per
-acquisition and 35 ms per release when idle, a ceiling of about 6–8 calls per second per limit
-under load, about 1 per second with dozens of calls in flight (SQLite refuses an acquisition that
-meets a release, and Prefect's client backs off; docs/operations.md, "Shared rate limits"). The in-process
-:class:`~tasks.models.routes.RateLimiter` stays in front, so a worker never queues more than its own
-``concurrency`` acquisitions. Prefect is imported inside the functions that use it, so a call
+it and one per configured rate limit. A process makes its slot calls one at a time
+(:class:`_SlotGate`): the default SQLite-backed server refuses an acquisition that meets another
+write (HTTP 503, then about 2 s of Prefect's back-off), which cut a 100-request sweep at
+concurrency 64 to 1.1 calls per second; one at a time, it made about 10 per second on a loaded
+2-core machine, as with a PostgreSQL server, and two processes on a full limit both finish, slowed
+by each other's writes (docs/operations.md, "Shared rate limits"; bench/results.md, "shared-lock").
+The in-process :class:`~tasks.models.routes.RateLimiter` stays in front, so a worker never queues
+more than its own ``concurrency`` acquisitions. Prefect is imported inside the functions that use it, so a call
 stage without a server (and ``import-responses``) never loads it.
 """
 
