@@ -153,6 +153,40 @@ def test_a_stop_ends_a_wait_for_a_full_shared_limit(tmp_path):
     assert sent == []
 
 
+def test_a_full_limit_does_not_hold_up_another_models_calls(tmp_path):
+    """A sweep calls every model at once: while one model's limit is full (held elsewhere) and its
+    calls wait, another model's calls in the same process still get their slots."""
+    from prefect.client.orchestration import get_client
+
+    full, free = (LimitSpec(f"invarbench-test-{uuid.uuid4().hex[:8]}-concurrency", 1) for _ in range(2))
+    ensure_limits([full, free])
+    waiting = limiter_for(tmp_path, 2, [full], max_wait_s=0.2)
+    other = limiter_for(tmp_path, 2, [free])
+
+    async def call(i):
+        return i
+
+    async def main():
+        async with get_client() as client:  # another process holds the full limit's only slot
+            held = await client.increment_concurrency_slots_with_lease(
+                names=[full.name], slots=1, mode="concurrency", lease_duration=120)
+            try:
+                stuck = [asyncio.ensure_future(waiting.run(1, lambda: call(-1))) for _ in range(2)]
+                await asyncio.sleep(0.3)  # the full limit's calls are waiting for it
+                answered = await asyncio.wait_for(
+                    asyncio.gather(*(other.run(1, lambda i=i: call(i)) for i in range(3))), STUCK_S)
+                stopping.request("test over")  # ends the waiting calls
+                ended = await asyncio.wait_for(asyncio.gather(*stuck, return_exceptions=True), STUCK_S)
+            finally:
+                await client.release_concurrency_slots_with_lease(lease_id=held.json()["lease_id"])
+        return answered, ended
+
+    stopping.reset()
+    answered, ended = asyncio.run(main())
+    assert answered == [0, 1, 2]
+    assert [type(r) for r in ended] == [stopping.Stopped] * 2, ended
+
+
 @pytest.fixture(autouse=True)
 def _no_stop_left():
     """A stop request is process-wide: none may leak into the next test."""

@@ -141,23 +141,37 @@ class Limiter(Protocol):
         """Wait for the limits, then await ``call()``."""
 
 
+class _Line:
+    """One limit's acquisitions waiting in one event loop: they take turns (``turn``), so only the
+    first polls the server while the limit is full, and a release of that limit (``freed``) wakes
+    it to try again at once."""
+
+    def __init__(self) -> None:
+        self.turn = asyncio.Lock()
+        self.freed = asyncio.Event()
+
+
 class _SlotGate:
     """One event loop's order for shared-slot calls (every wave of a call stage runs its own loop).
 
-    ``api``: one slot call (an acquisition attempt or a release) at a time. Prefect's SQLite-backed
-    server acquires a slot in a deferred transaction (read the limit, then update it): when another
-    slot call commits in between, SQLite refuses the update at once ("database is locked"), the
-    server answers 503 and Prefect's client backs off about 2 s (bench/results.md, shared-503).
-    ``queue``: waiting acquisitions take turns, so only the first polls the server while the limit
-    is full, and it sleeps *without* ``api``: releases never wait behind a wait for a slot (holding
-    ``api`` across Prefect's own 423 retries deadlocked two processes on a full limit).
-    ``freed``: set by every release, so the waiting acquisition tries again at once.
+    ``api``: one slot call (an acquisition attempt or a release, of any model) at a time. Prefect's
+    SQLite-backed server acquires a slot in a deferred transaction (read the limit, then update
+    it): when another slot call commits in between, SQLite refuses the update at once ("database
+    is locked"), the server answers 503 and Prefect's client backs off about 2 s (bench/results.md,
+    shared-503). A waiting acquisition sleeps *without* ``api``: releases never wait behind a wait
+    for a slot (holding ``api`` across Prefect's own 423 retries deadlocked two processes on a full
+    limit). ``lines``: one :class:`_Line` per limit, so a full limit never holds up another's.
     """
 
     def __init__(self) -> None:
         self.api = asyncio.Lock()
-        self.queue = asyncio.Lock()
-        self.freed = asyncio.Event()
+        self.lines: dict[str, _Line] = {}
+
+    def line(self, name: str) -> _Line:
+        """The waiting line of limit ``name``."""
+        if name not in self.lines:
+            self.lines[name] = _Line()
+        return self.lines[name]
 
 
 _GATES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SlotGate]" = weakref.WeakKeyDictionary()
@@ -202,14 +216,15 @@ def _quiet_full_limit() -> None:
         logger.addFilter(_QuietFullLimit())
 
 
-async def _wait_for_slot(gate: _SlotGate, seconds: float) -> None:
-    """Sleep ``seconds``, less when this loop releases a slot; a stop requested meanwhile raises Stopped."""
+async def _wait_for_slot(line: _Line, seconds: float) -> None:
+    """Sleep ``seconds``, less when this loop releases a slot of the limit; a stop requested
+    meanwhile raises Stopped."""
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
-    while not gate.freed.is_set() and (left := end - loop.time()) > 0:
+    while not line.freed.is_set() and (left := end - loop.time()) > 0:
         stopping.raise_if_requested()
         try:
-            await asyncio.wait_for(gate.freed.wait(), timeout=min(left, STOP_POLL_S))
+            await asyncio.wait_for(line.freed.wait(), timeout=min(left, STOP_POLL_S))
         except asyncio.TimeoutError:
             pass
     stopping.raise_if_requested()
@@ -220,7 +235,8 @@ class SharedLimiter:
 
     The concurrency slot is asked for one attempt at a time (``max_retries=0``) under the loop's
     ``api`` lock; when the limit is full (423) the lock is let go and the acquisition sleeps the
-    server's Retry-After, at most ``max_wait_s``, or until this loop releases a slot (_SlotGate).
+    server's Retry-After, at most ``max_wait_s``, or until this loop releases a slot of the limit
+    (:class:`_SlotGate`, :class:`_Line`).
     Rate limits are acquired before it, outside the lock: Prefect waits for their refill itself.
     """
 
@@ -246,16 +262,17 @@ class SharedLimiter:
         except ConcurrencySlotAcquisitionError as exc:
             raise SharedLimitError(f"{exc}; create the limits with `make deploy`") from exc
         gate = _gate()
-        held = await self._acquire(gate)
+        line = gate.line(self._concurrency.name)
+        held = await self._acquire(gate, line)
         try:
             result = await call()
         except BaseException:
-            await self._release(gate, held, sys.exc_info())
+            await self._release(gate, line, held, sys.exc_info())
             raise
-        await self._release(gate, held, (None, None, None))
+        await self._release(gate, line, held, (None, None, None))
         return result
 
-    async def _acquire(self, gate: _SlotGate) -> Any:
+    async def _acquire(self, gate: _SlotGate, line: _Line) -> Any:
         """Enter ``concurrency()`` for the slot: one attempt at a time, waiting outside the lock."""
         from prefect.concurrency.asyncio import (
             ConcurrencySlotAcquisitionError,
@@ -263,12 +280,12 @@ class SharedLimiter:
         )
 
         _quiet_full_limit()
-        async with gate.queue:
+        async with line.turn:
             while True:
                 stopping.raise_if_requested()  # a stopping sweep takes no slot for a call it will not send
                 held = concurrency(self._concurrency.name, occupy=1, max_retries=0, strict=True)
                 async with gate.api:
-                    gate.freed.clear()  # a release from now on means a slot may be free again
+                    line.freed.clear()  # a release from now on means a slot may be free again
                     try:
                         await held.__aenter__()
                         return held
@@ -276,10 +293,10 @@ class SharedLimiter:
                         wait = _retry_after(exc)
                         if wait is None:
                             raise SharedLimitError(f"{exc}; create the limits with `make deploy`") from exc
-                await _wait_for_slot(gate, min(max(wait, MIN_SLOT_WAIT_S), self.max_wait_s))
+                await _wait_for_slot(line, min(max(wait, MIN_SLOT_WAIT_S), self.max_wait_s))
 
     @staticmethod
-    async def _release(gate: _SlotGate, held: Any, exc_info: Any) -> None:
+    async def _release(gate: _SlotGate, line: _Line, held: Any, exc_info: Any) -> None:
         """Leave ``concurrency()`` (its release) under the lock, then wake a waiting acquisition."""
         try:
             await gate.api.acquire()
@@ -290,4 +307,4 @@ class SharedLimiter:
             await held.__aexit__(*exc_info)
         finally:
             gate.api.release()
-            gate.freed.set()
+            line.freed.set()
