@@ -107,3 +107,59 @@ def test_a_run_ends_completed_while_another_duckdb_of_this_process_holds_the_cat
             writer.close()
     statuses = [r["status"] for r in Lake(str(wh / "lake")).read("SELECT status FROM runs ORDER BY started_at")]
     assert statuses == ["completed"] * 3
+
+
+def test_beside_runs_the_work_in_another_thread_while_the_caller_s_runs_and_raises_either_s_error():
+    """The catalog rebuilt while the summary is read: each waits here for the other to have
+    started, which only two threads at once get past."""
+    import threading
+
+    from tasks.runs.lifecycle import beside
+
+    started = {name: threading.Event() for name in ("work", "meanwhile")}
+    threads = {}
+
+    def side(name: str, other: str, fail: bool = False):
+        def run():
+            threads[name] = threading.current_thread()
+            started[name].set()
+            assert started[other].wait(timeout=10), f"{name} ran alone"
+            if fail:
+                raise ValueError(name)
+        return run
+
+    beside(side("work", "meanwhile"), side("meanwhile", "work"))
+    assert threads["meanwhile"] is threading.current_thread() is not threads["work"]
+    for failing in ("work", "meanwhile"):
+        for event in started.values():
+            event.clear()
+        with pytest.raises(ValueError, match=failing):
+            beside(side("work", "meanwhile", failing == "work"), side("meanwhile", "work", failing == "meanwhile"))
+    seen = []
+    beside(lambda: seen.append(threading.current_thread()), None)  # alone: here
+    assert seen == [threading.current_thread()]
+
+
+def test_the_catalog_is_rebuilt_after_the_refresh_while_the_caller_reads(tmp_path, monkeypatch):
+    import threading
+
+    from tasks.config import load_config
+    from tasks.runs import lifecycle
+
+    order = []
+    monkeypatch.setattr(lifecycle, "refresh", lambda lake, con: order.append(("refresh", threading.current_thread())))
+    real = lifecycle.ensure_catalog
+
+    def ensure(*args):
+        order.append(("catalog", threading.current_thread()))
+        return real(*args)
+
+    monkeypatch.setattr(lifecycle, "ensure_catalog", ensure)
+    cfg = load_config(fake_model_config(tmp_path, "http://127.0.0.1:9/v1"))
+    Lake.of(cfg).ensure()
+    catalog = lifecycle.rebuild_catalog(cfg, lambda: order.append(("meanwhile", threading.current_thread())))
+    assert catalog.exists()
+    here = threading.current_thread()
+    assert order[0] == ("refresh", here) and len(order) == 3
+    steps = dict(order[1:])
+    assert steps["meanwhile"] is here and steps["catalog"] is not here
