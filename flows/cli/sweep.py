@@ -173,11 +173,14 @@ def preload(cfg: Any, item_ids: list[str]) -> None:
     lake lacks some of the items, Great Expectations with its context and the tokenizer of the
     items' surface features; and what Prefect imports only once the flow is called (its flow and
     task engines, the encoder of the flow's parameters: about 1 s of CPU at the flow's start
-    otherwise)."""
+    otherwise), and what the flow's steps would import on its critical path once the server is up
+    (the progress artifacts; the Arrow scan DuckDB imports to store the first rows)."""
     import fastapi.encoders  # noqa: F401  (prefect.flows validates parameters with it)
+    import prefect.artifacts  # noqa: F401
     import prefect.flow_engine  # noqa: F401
     import prefect.task_engine  # noqa: F401
     import prefect.utilities.visualization  # noqa: F401
+    import pyarrow.dataset  # noqa: F401
 
     from tasks.items import features, validate
     from tasks.lake.lake import Lake
