@@ -253,12 +253,10 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
         if budget:
             raise BudgetExceeded(budget)  # after every model ended: what was answered is parsed and scored
 
-        # The summary's tables are read while the catalog is rebuilt (both DuckDB: two cores).
-        tables: dict[str, list[dict[str, Any]]] = {}
-        catalog = lifecycle.rebuild_catalog(cfg, lambda: tables.update(summary_tables(lake, run.run_id)))
+        catalog = lifecycle.rebuild_catalog(cfg)
         # Every other model has had its turn; what the dead worker had answered is stored.
         embedded.check_crashes(crashes_before)
-        summary = summarize(cfg, run, n_items, dropped_families, per_model, totals, catalog, tables)
+        summary = summarize(cfg, run, n_items, dropped_families, per_model, totals, catalog)
         # A run whose batch jobs are still running is not done: the next sweep collects them.
         if totals.waiting:
             run.wait(f"{totals.waiting} request(s) wait in provider batch jobs; the next sweep collects them",
@@ -268,21 +266,12 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
     return summary, totals
 
 
-def summary_tables(lake: Lake, run_id: str) -> dict[str, list[dict[str, Any]]]:
-    """The run summary's tables read from the marts: the headline and the cost per model."""
-    return {"headline": headline(lake, run_id),
-            "cost": lake.read("SELECT model, prompt_tokens, completion_tokens, cost_usd, n_unpriced "
-                              "FROM cost_by_run WHERE run_id = ? ORDER BY model", [run_id])}
-
-
 def summarize(cfg: Config, run: lifecycle.Run, n_items: int, dropped_families: list[dict[str, Any]],
-              per_model: dict[str, CallStats], totals: CallStats, catalog: Path,
-              tables: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+              per_model: dict[str, CallStats], totals: CallStats, catalog: Path) -> dict[str, Any]:
     """The run summary: what was sent, the headline table, the report (drawn here with
-    ``sweep.report``), cost, concurrency and each model's stream. ``tables``: the
-    :func:`summary_tables` read already (else read here)."""
+    ``sweep.report``), cost, concurrency and each model's stream."""
     lake, run_id = Lake.of(cfg), run.run_id
-    tables = tables or summary_tables(lake, run_id)
+    table = headline(lake, run_id)
     report = None
     if cfg.sweep.report:
         compute_statistics(cfg)
@@ -291,9 +280,11 @@ def summarize(cfg: Config, run: lifecycle.Run, n_items: int, dropped_families: l
         "run_id": run_id, "flow_run_id": run.flow_run_id, "items": n_items,
         "requests": totals.requests, "sent": totals.sent, "cached": totals.cached, "errors": totals.errors,
         "dropped_families": dropped_families,
-        "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake.location,
-        "headline": tables["headline"], "report": str(report) if report else None, "waiting": totals.waiting,
-        "concurrency": totals.concurrency, "models": model_rows(per_model), "cost": tables["cost"],
+        "warehouse": str(cfg.warehouse_path), "catalog": str(catalog), "lake": lake.location, "headline": table,
+        "report": str(report) if report else None, "waiting": totals.waiting,
+        "concurrency": totals.concurrency, "models": model_rows(per_model),
+        "cost": lake.read("SELECT model, prompt_tokens, completion_tokens, cost_usd, n_unpriced "
+                          "FROM cost_by_run WHERE run_id = ? ORDER BY model", [run_id]),
     }
 
 

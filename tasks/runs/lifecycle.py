@@ -34,7 +34,7 @@ import threading
 import uuid
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import duckdb
 
@@ -105,16 +105,12 @@ def flow_run_id() -> str:
     return str(flow_run.get_id() or "")
 
 
-def rebuild_catalog(cfg: WarehouseSettings, meanwhile: Callable[[], object] | None = None) -> Path:
+def rebuild_catalog(cfg: WarehouseSettings) -> Path:
     """Bring the materialised views up to date with what the run wrote (``tasks.lake.refresh``),
     then rebuild the catalog when it is not current; returns its path. Neither may fail the run,
     whose lake is complete: a refresh that fails leaves the views reading the raw lake (the same
     answers, slower) until the next one, and a catalog held open elsewhere (a user's DuckDB
-    shell, another connection of this process) is left as it is.
-
-    ``meanwhile``: work that reads the refreshed lake (a run's summary), run in this thread while
-    the catalog is checked and rebuilt in another: both are mostly DuckDB, which works without the
-    interpreter's lock, so they use two cores (bench/results.md, "fixed-start")."""
+    shell, another connection of this process) is left as it is."""
     catalog = cfg.catalog_path
     lake = Lake.of(cfg)
     # One DuckDB for both: the check reads the catalog's stamp beside the lake the refresh
@@ -124,43 +120,15 @@ def rebuild_catalog(cfg: WarehouseSettings, meanwhile: Callable[[], object] | No
             refresh(lake, con=con)
         except duckdb.Error as exc:
             log.warning("materialised views not refreshed (%s); invarbench refresh completes it", exc)
-        beside(functools.partial(_ensure_catalog, catalog, lake, con), meanwhile)
-    return catalog
-
-
-def _ensure_catalog(catalog: Path, lake: Lake, con: duckdb.DuckDBPyConnection) -> None:
-    try:
-        # Rebuilt only when its views would differ (a new table, another sql/, the materialised
-        # tables' currency: tasks.lake.catalog): recreating every view costs more than checking.
-        ensure_catalog(catalog, lake, con if ducklake.attached(con) else None)
-    except duckdb.Error as exc:
-        if not held_elsewhere(exc):
-            raise
-        log.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
-
-
-def beside(work: Callable[[], object], meanwhile: Callable[[], object] | None) -> None:
-    """``work()`` in a thread of its own while ``meanwhile()`` runs in this one (without
-    ``meanwhile``, ``work()`` here); returns once both ended, raising the exception of either."""
-    if meanwhile is None:
-        work()
-        return
-    failed: list[BaseException] = []
-
-    def run() -> None:
         try:
-            work()
-        except BaseException as exc:  # raised in the caller's thread below
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, name="beside")
-    thread.start()
-    try:
-        meanwhile()
-    finally:
-        thread.join()
-    if failed:
-        raise failed[0]
+            # Rebuilt only when its views would differ (a new table, another sql/, the materialised
+            # tables' currency: tasks.lake.catalog): recreating every view costs more than checking.
+            ensure_catalog(catalog, lake, con if ducklake.attached(con) else None)
+        except duckdb.Error as exc:
+            if not held_elsewhere(exc):
+                raise
+            log.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
+    return catalog
 
 
 class Run:
