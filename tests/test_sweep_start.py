@@ -1,7 +1,8 @@
 """A cold sweep's start-up (bench/results.md, "A cold sweep's boot"): the temporary Prefect server
 (flows/cli/prefect_server.py) spawned before this process imports Prefect, and stopped again when
 Prefect's settings name a server of the user's own; a new warehouse not opened to look for answers
-before the server is spawned.
+before the server is spawned; on a new warehouse the server spawned before the items are
+collected, on another once no earlier run answers the sweep, and discarded when the ledger does.
 
 The server tests run in a fresh interpreter (the test process has imported Prefect long ago), with
 ``subprocess.Popen`` wrapped to record, for each process started, whether Prefect was imported
@@ -20,7 +21,10 @@ from conftest import fake_model_config
 from prefect import flow
 from prefect.flow_engine import FlowRunEngine
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+from typer.testing import CliRunner
 
+import flows.cli.sweep as sweep_cli
+from flows.cli.application import app
 from flows.cli.prefect_server import on_the_temporary_server
 from flows.cli.sweep import answered_already
 from flows.sweep_run import collect_items
@@ -113,3 +117,67 @@ def test_a_flow_run_on_the_temporary_server_sends_no_heartbeats():
     assert engine.heartbeat_seconds is not None
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}), on_the_temporary_server():
         assert engine.heartbeat_seconds == 60
+
+
+class FakeServer:
+    def __init__(self, seen: list) -> None:
+        self.seen = seen
+        seen.append("spawned")
+
+    def discard(self) -> None:
+        self.seen.append("discarded")
+
+
+def sweep_steps(tmp_path: Path, monkeypatch, *, known: bool = False, answered: bool = False) -> list:
+    """The order in which ``invarbench sweep`` spawns the server, checks for a known sweep, collects
+    the items, asks the ledger and runs, with each of those steps faked."""
+    seen: list = []
+    monkeypatch.setattr(sweep_cli, "spawn_server", lambda: FakeServer(seen))
+
+    def step(name, result):
+        def fake(*args, **kwargs):
+            seen.append(name)
+            return result
+        return fake
+
+    monkeypatch.setattr(sweep_cli, "_known_sweep", step("known?", {"known": True} if known else None))
+    monkeypatch.setattr(sweep_cli, "check_sweep", step("items", ([{"item_id": "a"}], 0, [])))
+    monkeypatch.setattr(sweep_cli, "answered_already", step("ledger?", answered))
+    monkeypatch.setattr(sweep_cli, "_print_summary", lambda summary: None)
+
+    def run(*args):
+        seen.append(("run", "early server" if isinstance(args[-1], FakeServer) else args[-1]))
+        return {}
+
+    monkeypatch.setattr(sweep_cli, "_run_sweep", run)
+    cfg = fake_model_config(tmp_path, "http://127.0.0.1:9/v1")
+    result = CliRunner().invoke(app, ["sweep", "--config", str(cfg)])
+    assert result.exit_code == 0, result.output
+    return seen
+
+
+def test_on_a_new_warehouse_the_server_is_spawned_before_the_items_are_collected(tmp_path, monkeypatch):
+    """Its boot, a cold sweep's critical path, starts before the known-sweep check and the items."""
+    assert sweep_steps(tmp_path, monkeypatch) == ["spawned", "known?", "items", "ledger?", ("run", "early server")]
+
+
+def test_on_a_warehouse_with_a_lake_the_server_waits_for_the_known_sweep_check(tmp_path, monkeypatch):
+    """A sweep recorded before (most of a cached sweep's runs) spawns no server at all; one the
+    ledger answers discards it and runs without Prefect."""
+    (tmp_path / "wh" / "lake").mkdir(parents=True)
+    assert sweep_steps(tmp_path, monkeypatch, known=True) == ["known?"]
+    assert sweep_steps(tmp_path, monkeypatch, answered=True) == [
+        "known?", "spawned", "items", "ledger?", "discarded", ("run", None)]
+    assert sweep_steps(tmp_path, monkeypatch) == ["known?", "spawned", "items", "ledger?", ("run", "early server")]
+
+
+def test_a_discarded_server_ends_at_once(tmp_path):
+    """Spawned, then not needed: SIGTERM while it boots ends it (no graceful shutdown to wait for)."""
+    code = ("import time; from flows.cli.prefect_server import spawn_server; s = spawn_server(); "
+            "t = time.monotonic(); s.discard(); s.process.wait(timeout=10); "
+            "print(s.process.returncode, round(time.monotonic() - t, 1))")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                            env={**clean, "PYTHONPATH": str(REPO), "PREFECT_HOME": str(tmp_path / "home")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[0] == "-15"  # SIGTERM

@@ -21,12 +21,24 @@ from tasks.runs import stopping
 _PORT_TAKEN = 3
 
 
-def start_prefect_server() -> Callable[[], ContextManager[object]]:
+def spawn_server() -> TemporaryServer | None:
+    """Prefect's temporary server, spawned now, before this process imports Prefect (whose
+    settings :func:`start_prefect_server` reads later, stopping it if they name a server of the
+    user's own); None when Prefect is imported already or ``PREFECT_API_URL`` is in the
+    environment. A command that may turn out not to need Prefect spawns it speculatively, and
+    discards it then (:meth:`TemporaryServer.discard`)."""
+    if "prefect" in sys.modules or os.environ.get("PREFECT_API_URL"):
+        return None
+    return TemporaryServer(forward_settings=False)
+
+
+def start_prefect_server(early: TemporaryServer | None = None) -> Callable[[], ContextManager[object]]:
     """Start Prefect's temporary API server now, in its own process, when a flow would start one
     (no ``PREFECT_API_URL``); returns a function that waits until it is up and points this
     process's Prefect at it (a no-op otherwise), or raises ``Stopped`` once a stop is requested.
     What it returns is the settings to run the flow under (:func:`on_the_temporary_server` when
-    the flow runs on this server, else no change).
+    the flow runs on this server, else no change). ``early``: the server :func:`spawn_server`
+    started earlier, if any (else it is spawned here).
 
     A flow starts the same server (``SubprocessASGIServer``) only when it runs, then waits for it,
     and importing the class imports Prefect's whole server into the sweep's process first (3-5 s
@@ -40,16 +52,14 @@ def start_prefect_server() -> Callable[[], ContextManager[object]]:
     same environment, profile and files. Should they name a server of the user's own
     (``PREFECT_API_URL`` in the profile) or turn the temporary server off, it is stopped again.
     """
-    early = None
-    if "prefect" not in sys.modules and not os.environ.get("PREFECT_API_URL"):
-        early = _TemporaryServer(forward_settings=False)
+    early = early or spawn_server()
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         if early is not None:
             early.stop()
         return contextlib.nullcontext
-    server = early or _TemporaryServer()
+    server = early or TemporaryServer()
 
     def wait() -> ContextManager[object]:
         # a stop while the server boots ends the wait at once (stopping.raise_if_requested)
@@ -80,7 +90,7 @@ def on_the_temporary_server() -> ContextManager[object]:
     return temporary_settings(set_defaults={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
 
 
-class _TemporaryServer:
+class TemporaryServer:
     """The command of Prefect's ``SubprocessASGIServer``, in a session of its own.
 
     Ctrl-C reaches the terminal's whole process group: the server would shut down while the
@@ -150,6 +160,12 @@ class _TemporaryServer:
             refresh_global_settings_context()
         finally:
             del os.environ["PREFECT_API_URL"]
+
+    def discard(self) -> None:
+        """Ask the server's process to end, without waiting for it (a speculative server the
+        command turned out not to need: it dies at once while it boots); ``atexit`` reaps it."""
+        if self.process is not None:
+            self.process.terminate()
 
     def stop(self) -> None:
         """End the server's process (at exit, or when it did not come up)."""

@@ -12,7 +12,7 @@ from typing import Any, Callable, ContextManager, Iterator, Optional
 import typer
 
 from flows.cli.application import ConfigOpt, app, console, err, fail, load, print_rows
-from flows.cli.prefect_server import start_prefect_server
+from flows.cli.prefect_server import TemporaryServer, spawn_server, start_prefect_server
 from flows.cli.progress_bars import progress_bars
 from flows.cli.stored import check_stored
 from tasks.errors import ConfigError, storage_full
@@ -50,19 +50,36 @@ def answered_already(cfg: Any, rows: list[dict[str, Any]]) -> bool:
     such a sweep calls nothing and runs without Prefect."""
     import duckdb
 
-    from tasks.lake import old_layout
     from tasks.lake.lake import Lake
     from tasks.models.call import unanswered_trials
 
     lake = Lake.of(cfg, read_only=True)
-    if rows and not lake.has_catalog() and not lake.is_url and not old_layout.found(lake.root, url=False):
+    if rows and _new_local_lake(cfg):
         # A new local warehouse answers none of them. Not asking its DuckDB (0.3-0.5 s of CPU to open)
-        # spawns Prefect's server that much sooner; preload opens it while the server boots.
+        # saves that much; preload opens it while the server boots.
         return False
     try:
         return all(unanswered_trials(lake, rows, m, cfg.model(m), cfg.sweep.samples) == 0 for m in cfg.sweep.models)
     except duckdb.Error:  # a data file that does not read: the sweep's own reads set it aside (tasks.lake.quarantine)
         return False
+
+
+def _new_local_lake(cfg: Any) -> bool:
+    """Whether the sweep's lake is a local folder that holds no lake yet (no catalog, no lake of an
+    earlier layout to import): it holds no answer and no earlier run, and nothing opens its DuckDB
+    to know."""
+    from tasks.lake import old_layout
+    from tasks.lake.lake import Lake
+
+    lake = Lake.of(cfg, read_only=True)
+    return not lake.has_catalog() and not lake.is_url and not old_layout.found(lake.root, url=False)
+
+
+def _no_lake_folder(cfg: Any) -> bool:
+    """Whether the sweep's lake is a local folder, with its catalog inside, that does not exist
+    yet: so a new local lake (:func:`_new_local_lake`), known without importing the lake's
+    modules (pyarrow: 0.13 s of CPU before Prefect's server is spawned)."""
+    return "://" not in cfg.lake_path and cfg.lake_catalog is None and not Path(cfg.lake_path).expanduser().exists()
 
 
 @app.command()
@@ -95,9 +112,16 @@ def sweep(
     if warehouse:
         overrides["warehouse"] = {"path": warehouse}
     cfg = sweep_config(config, overrides, select)
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # this process's Prefect and its server's
+    # Prefect's temporary server boots (about 3 s of CPU, a cold sweep's critical path) in its own
+    # process while this one checks and collects the items: spawned first on a new local
+    # warehouse (it holds no answer, so the sweep calls), else once no earlier run of the same plan
+    # answers it, and discarded when the ledger does.
+    early = spawn_server() if _no_lake_folder(cfg) else None
     with stopped_cleanly():
         summary = _known_sweep(cfg)
     if summary is None:
+        early = early or spawn_server()
         collected = check_sweep(cfg)
         answered = answered_already(cfg, collected[0])
         item_ids = [r["item_id"] for r in collected[0]]
@@ -105,9 +129,13 @@ def sweep(
             # The flow collects the items again (its parameters go to Prefect's server): this
             # process keeps their ids, not a second copy of every row (0.7 GB at 200,000 items).
             collected = None
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        elif early is not None:
+            early.discard()
+            early = None
         with stopped_cleanly():
-            summary = _run_sweep(config, overrides, select, cfg, collected, item_ids, answered)
+            summary = _run_sweep(config, overrides, select, cfg, collected, item_ids, answered, early)
+    elif early is not None:
+        early.discard()
     _print_summary(summary)
 
 
@@ -145,11 +173,14 @@ def preload(cfg: Any, item_ids: list[str]) -> None:
     lake lacks some of the items, Great Expectations with its context and the tokenizer of the
     items' surface features; and what Prefect imports only once the flow is called (its flow and
     task engines, the encoder of the flow's parameters: about 1 s of CPU at the flow's start
-    otherwise)."""
+    otherwise), and what the flow's steps would import on its critical path once the server is up
+    (the progress artifacts; the Arrow scan DuckDB imports to store the first rows)."""
     import fastapi.encoders  # noqa: F401  (prefect.flows validates parameters with it)
+    import prefect.artifacts  # noqa: F401
     import prefect.flow_engine  # noqa: F401
     import prefect.task_engine  # noqa: F401
     import prefect.utilities.visualization  # noqa: F401
+    import pyarrow.dataset  # noqa: F401
 
     from tasks.items import features, validate
     from tasks.lake.lake import Lake
@@ -164,16 +195,18 @@ def preload(cfg: Any, item_ids: list[str]) -> None:
 
 
 def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[str, list[str]],
-               cfg: Any, collected: Any, item_ids: list[str], answered: bool) -> dict[str, Any]:
+               cfg: Any, collected: Any, item_ids: list[str], answered: bool,
+               early: Optional[TemporaryServer] = None) -> dict[str, Any]:
     """The sweep, as the ``sweep`` flow; or, when every answer is in the ledger (``answered``),
     without Prefect: neither its import nor its temporary server (most of such a sweep's time),
     and no flow run (docs/operations.md). ``collected``: the items (None for the flow, which
-    collects them again); ``item_ids``: their ids."""
+    collects them again); ``item_ids``: their ids; ``early``: the temporary server spawned
+    already (:func:`flows.cli.prefect_server.spawn_server`)."""
     on_server: ContextManager[object] = contextlib.nullcontext()
     # Start-up (seconds of imports and the server's boot) has nothing in flight: a signal ends it at once.
     with stopping.interruptible():
         if not answered:
-            server_up = start_prefect_server()
+            server_up = start_prefect_server(early)
             from flows.sweep import sweep as run  # imported while the server boots
 
             preload(cfg, item_ids)
