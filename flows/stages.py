@@ -122,29 +122,39 @@ def finish_unit(lake: Lake, rows: Sequence[dict[str, Any]], model: str, run_id: 
 # A model's finished chunks are parsed and scored together. A chunk's parse and score cost about
 # what their queries cost whatever the chunk's size: each query opens every data file of the
 # tables it reads (request, response and item ids are hashes, so no file's statistics exclude
-# any), 0.8 s of CPU for the pair on a 200,000-item lake for 1,000 items, 1.3 s for 10,000
-# (bench/results.md, "chunk-files"), and each is a Prefect task run. So the Finisher takes a
-# model's chunks as they come and finishes them once FINISH_ITEMS items wait or the first has
-# waited FINISH_SECONDS (a slow model's chunk waits no longer than that), and every one at close.
-FINISH_SECONDS = 20.0
+# any), 1.1-1.4 s of CPU for the pair on a 200,000-item lake for 1,000 items, 1.4-1.6 s for 10,000
+# (bench/results.md, "chunk-files"), and each is a Prefect task run. So a model's chunks wait
+# FINISH_RATIO times as long as the last batch took (at most FINISH_SECONDS: the Finisher spends
+# about a tenth of its time on what a batch costs whatever its size, and a chunk waits little on a
+# small lake), or until FINISH_ITEMS items wait; closing finishes every one.
+FINISH_RATIO = 10.0
+FINISH_SECONDS = 30.0
 FINISH_ITEMS = 10_000
 
 
 class Finisher:
     """A thread that parses and scores the (model, chunk)s whose calls are done while the calls go
-    on, a model's chunks together (``FINISH_ITEMS``, ``FINISH_SECONDS``). Its queue holds chunk
-    numbers only, so the calls never wait for it; the thread runs in the caller's context, so its
-    task runs belong to the sweep's flow run."""
+    on, a model's chunks together (``FINISH_RATIO``, ``FINISH_SECONDS``, ``FINISH_ITEMS``; a
+    ``ratio`` of 0 makes every chunk wait ``wait``). Its queue holds chunk numbers only, so the
+    calls never wait for it; the thread runs in the caller's context, so its task runs belong to
+    the sweep's flow run."""
 
     def __init__(self, lake: Lake, run_id: str, chunks: Sequence[Sequence[dict[str, Any]]],
-                 on_done: Callable[[str], None], wait: float = FINISH_SECONDS, items: int = FINISH_ITEMS):
+                 on_done: Callable[[str], None], wait: float = FINISH_SECONDS, items: int = FINISH_ITEMS,
+                 ratio: float = FINISH_RATIO):
         self.lake, self.run_id, self.chunks, self.on_done = lake, run_id, chunks, on_done
-        self.wait, self.items = wait, items
+        self.wait, self.items, self.ratio = wait, items, ratio
+        self.pause = 0.0 if ratio else wait  # how long a model's first waiting chunk waits now
         self.queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=contextvars.copy_context().run, args=(self._loop,),
                                        name="parse-score", daemon=True)
         self.thread.start()
+
+    def took(self, seconds: float) -> None:
+        """A batch took ``seconds``: the next chunks wait ``ratio`` times that, ``wait`` at most."""
+        if self.ratio:
+            self.pause = min(self.wait, self.ratio * seconds)
 
     def chunk_done(self, model: str, index: int) -> None:
         """Queue a finished (model, chunk) for parsing and scoring."""
@@ -154,7 +164,7 @@ class Finisher:
         waiting: dict[str, tuple[float, list[int]]] = {}  # per model: when its first chunk came, its chunks
         closing = False
         while not closing:
-            due = min((since + self.wait for since, _ in waiting.values()), default=None)
+            due = min((since + self.pause for since, _ in waiting.values()), default=None)
             try:
                 unit = self.queue.get(timeout=None if due is None else max(0.0, due - time.monotonic()))
             except queue.Empty:
@@ -166,7 +176,7 @@ class Finisher:
                 waiting.setdefault(model, (time.monotonic(), []))[1].append(index)
             for model, (since, indices) in list(waiting.items()):
                 size = sum(len(self.chunks[i]) for i in indices)
-                if closing or size >= self.items or time.monotonic() >= since + self.wait:
+                if closing or size >= self.items or time.monotonic() >= since + self.pause:
                     del waiting[model]
                     self._finish(model, indices)
 
@@ -175,8 +185,10 @@ class Finisher:
             return
         rows = [row for i in indices for row in self.chunks[i]]
         label = str(indices[0]) if len(indices) == 1 else f"{indices[0]}-{indices[-1]}"
+        started = time.monotonic()
         try:
             finish_unit(self.lake, rows, model, self.run_id, label)
+            self.took(time.monotonic() - started)
             for _ in indices:
                 self.on_done(model)
         except BaseException as exc:  # noqa: BLE001 - raised by close(), in the flow's thread

@@ -209,7 +209,7 @@ def test_a_finisher_finishes_a_model_s_chunks_together_with_the_rows_of_one_chun
     assert len(chunks) >= 4
     done: list[str] = []
     for builder, wait, items in ((alone, 0.0, 1), (together, 3600.0, 10**6)):
-        finisher = stages.Finisher(builder.lake, RUN, chunks, done.append, wait=wait, items=items)
+        finisher = stages.Finisher(builder.lake, RUN, chunks, done.append, wait=wait, items=items, ratio=0)
         for model in ("m1", "m2"):
             for index in range(len(chunks)):
                 finisher.chunk_done(model, index)
@@ -220,6 +220,8 @@ def test_a_finisher_finishes_a_model_s_chunks_together_with_the_rows_of_one_chun
 
 
 def test_a_finisher_s_batches_by_size_by_time_and_at_close(monkeypatch):
+    """Chunks of one item: ``items`` 2 makes batches of two, the last one at close; a chunk
+    finishes without close once its wait is over; the wait follows what the last batch took."""
     from flows import stages
 
     finished: list[tuple[str, list[str], str]] = []
@@ -231,7 +233,7 @@ def test_a_finisher_s_batches_by_size_by_time_and_at_close(monkeypatch):
 
     monkeypatch.setattr(stages, "finish_unit", finish)
     chunks = [[{"item_id": f"i{k}"}] for k in range(5)]
-    by_size = stages.Finisher(None, RUN, chunks, lambda model: None, wait=3600.0, items=2)
+    by_size = stages.Finisher(None, RUN, chunks, lambda model: None, wait=3600.0, items=2, ratio=0)
     for index in range(5):
         by_size.chunk_done("m", index)
     by_size.close()
@@ -239,8 +241,17 @@ def test_a_finisher_s_batches_by_size_by_time_and_at_close(monkeypatch):
 
     finished.clear()
     came.clear()
-    by_time = stages.Finisher(None, RUN, chunks, lambda model: None, wait=0.0, items=10)
+    by_time = stages.Finisher(None, RUN, chunks, lambda model: None, wait=0.0, items=10, ratio=0)
     by_time.chunk_done("m", 2)
     assert came.wait(60)  # finished before close: its wait is over
     assert finished == [("m", ["i2"], "2")]
     by_time.close()
+
+    # by default the first chunk waits for nothing, the next ones ten times what the last batch took
+    adaptive = stages.Finisher(None, RUN, chunks, lambda model: None, wait=30.0)
+    assert adaptive.pause == 0.0
+    adaptive.took(0.5)
+    assert adaptive.pause == 5.0
+    adaptive.took(10.0)
+    assert adaptive.pause == 30.0
+    adaptive.close()
