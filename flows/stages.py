@@ -113,10 +113,22 @@ async def call_model(stream: ModelStream, chunks: Chunks, model: str) -> CallSta
 
 def finish_unit(lake: Lake, rows: Sequence[dict[str, Any]], model: str, run_id: str, index: int | str) -> None:
     """Parse and score what one model answered for one chunk (or several: ``index`` then names
-    them, ``3-7``, and ``rows`` holds their items)."""
+    them, :func:`chunk_label`, and ``rows`` holds their items)."""
     selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows))
     parse_chunk(lake, selection, model, index)
     score_chunk(lake, selection, run_id, model, index)
+
+
+def chunk_label(indices: Sequence[int]) -> str:
+    """The chunk numbers of a task run's name: runs of consecutive ones as ``first-last``, in
+    order, comma-separated (``[9, 3, 4]``: ``3-4,9``); chunks finish in any order."""
+    runs: list[list[int]] = []
+    for i in sorted(set(indices)):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 # A model's finished chunks are parsed and scored together. A chunk's parse and score cost about
@@ -184,7 +196,7 @@ class Finisher:
         if self.error is not None:  # after a failure, units are left for the next sweep's rescore
             return
         rows = [row for i in indices for row in self.chunks[i]]
-        label = str(indices[0]) if len(indices) == 1 else f"{indices[0]}-{indices[-1]}"
+        label = chunk_label(indices)
         started = time.monotonic()
         try:
             finish_unit(self.lake, rows, model, self.run_id, label)

@@ -247,6 +247,9 @@ def test_a_finisher_s_batches_by_size_by_time_and_at_close(monkeypatch):
     assert finished == [("m", ["i2"], "2")]
     by_time.close()
 
+    # chunks finish in any order: a task run's name says which it holds
+    assert [stages.chunk_label(c) for c in ([4], [1, 0], [9, 3, 4], [7, 5, 6, 2])] == ["4", "0-1", "3-4,9", "2,5-7"]
+
     # by default the first chunk waits for nothing, the next ones ten times what the last batch took
     adaptive = stages.Finisher(None, RUN, chunks, lambda model: None, wait=30.0)
     assert adaptive.pause == 0.0
