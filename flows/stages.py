@@ -20,6 +20,7 @@ import contextvars
 import queue
 import re
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 from tasks import progress
@@ -87,7 +88,7 @@ def call_chunk(lake: Lake, rows: list[dict[str, Any]], model: str, cfg: Config, 
 
 
 @stage_task(name="parse", task_run_name="parse-{model}-chunk-{index}")
-def parse_chunk(lake: Lake, selection: Selection, model: str, index: int) -> StageStats:
+def parse_chunk(lake: Lake, selection: Selection, model: str, index: int | str) -> StageStats:
     """Parse the chunk's new responses."""
     with progress.stage(f"parse {model} chunk {index}", 1) as advance:
         stats = parse_responses(lake, selection)
@@ -96,7 +97,7 @@ def parse_chunk(lake: Lake, selection: Selection, model: str, index: int) -> Sta
 
 
 @stage_task(name="score", task_run_name="score-{model}-chunk-{index}")
-def score_chunk(lake: Lake, selection: Selection, run_id: str, model: str, index: int) -> StageStats:
+def score_chunk(lake: Lake, selection: Selection, run_id: str, model: str, index: int | str) -> StageStats:
     """Score the chunk's trials."""
     with progress.stage(f"score {model} chunk {index}", 1) as advance:
         stats = score_trials(lake, selection, run_id)
@@ -110,40 +111,100 @@ async def call_model(stream: ModelStream, chunks: Chunks, model: str) -> CallSta
     return await stream.run(chunks)
 
 
-def finish_unit(lake: Lake, rows: Sequence[dict[str, Any]], model: str, run_id: str, index: int) -> None:
-    """Parse and score what one model answered for one chunk."""
+def finish_unit(lake: Lake, rows: Sequence[dict[str, Any]], model: str, run_id: str, index: int | str) -> None:
+    """Parse and score what one model answered for one chunk (or several: ``index`` then names
+    them, :func:`chunk_label`, and ``rows`` holds their items)."""
     selection = Selection(run_ids=(run_id,), models=(model,), item_ids=tuple(r["item_id"] for r in rows))
     parse_chunk(lake, selection, model, index)
     score_chunk(lake, selection, run_id, model, index)
 
 
+def chunk_label(indices: Sequence[int]) -> str:
+    """The chunk numbers of a task run's name: runs of consecutive ones as ``first-last``, in
+    order, comma-separated (``[9, 3, 4]``: ``3-4,9``); chunks finish in any order."""
+    runs: list[list[int]] = []
+    for i in sorted(set(indices)):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+# A model's finished chunks are parsed and scored together. A chunk's parse and score cost about
+# what their queries cost whatever the chunk's size: each query opens every data file of the
+# tables it reads (request, response and item ids are hashes, so no file's statistics exclude
+# any), 1.1-1.4 s of CPU for the pair on a 200,000-item lake for 1,000 items, 1.4-1.6 s for 10,000
+# (bench/results.md, "chunk-files"), and each is a Prefect task run. So a model's chunks wait
+# FINISH_RATIO times as long as the last batch took (at most FINISH_SECONDS: the Finisher spends
+# about a tenth of its time on what a batch costs whatever its size, and a chunk waits little on a
+# small lake), or until FINISH_ITEMS items wait; closing finishes every one.
+FINISH_RATIO = 10.0
+FINISH_SECONDS = 30.0
+FINISH_ITEMS = 10_000
+
+
 class Finisher:
-    """A thread that parses and scores each (model, chunk) whose calls are done while the calls go
-    on. Its queue holds chunk numbers only, so the calls never wait for it; the thread runs in the
-    caller's context, so its task runs belong to the sweep's flow run."""
+    """A thread that parses and scores the (model, chunk)s whose calls are done while the calls go
+    on, a model's chunks together (``FINISH_RATIO``, ``FINISH_SECONDS``, ``FINISH_ITEMS``; a
+    ``ratio`` of 0 makes every chunk wait ``wait``). Its queue holds chunk numbers only, so the
+    calls never wait for it; the thread runs in the caller's context, so its task runs belong to
+    the sweep's flow run."""
 
     def __init__(self, lake: Lake, run_id: str, chunks: Sequence[Sequence[dict[str, Any]]],
-                 on_done: Callable[[str], None]):
+                 on_done: Callable[[str], None], wait: float = FINISH_SECONDS, items: int = FINISH_ITEMS,
+                 ratio: float = FINISH_RATIO):
         self.lake, self.run_id, self.chunks, self.on_done = lake, run_id, chunks, on_done
+        self.wait, self.items, self.ratio = wait, items, ratio
+        self.pause = 0.0 if ratio else wait  # how long a model's first waiting chunk waits now
         self.queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=contextvars.copy_context().run, args=(self._loop,),
                                        name="parse-score", daemon=True)
         self.thread.start()
 
+    def took(self, seconds: float) -> None:
+        """A batch took ``seconds``: the next chunks wait ``ratio`` times that, ``wait`` at most."""
+        if self.ratio:
+            self.pause = min(self.wait, self.ratio * seconds)
+
     def chunk_done(self, model: str, index: int) -> None:
         """Queue a finished (model, chunk) for parsing and scoring."""
         self.queue.put((model, index))
 
     def _loop(self) -> None:
-        while (unit := self.queue.get()) is not None:
-            if self.error is None:  # after a failure, units are left for the next sweep's rescore
+        waiting: dict[str, tuple[float, list[int]]] = {}  # per model: when its first chunk came, its chunks
+        closing = False
+        while not closing:
+            due = min((since + self.pause for since, _ in waiting.values()), default=None)
+            try:
+                unit = self.queue.get(timeout=None if due is None else max(0.0, due - time.monotonic()))
+            except queue.Empty:
+                unit = ()  # a model's first chunk has waited long enough
+            if unit is None:
+                closing = True
+            elif unit:
                 model, index = unit
-                try:
-                    finish_unit(self.lake, self.chunks[index], model, self.run_id, index)
-                    self.on_done(model)
-                except BaseException as exc:  # noqa: BLE001 - raised by close(), in the flow's thread
-                    self.error = exc
+                waiting.setdefault(model, (time.monotonic(), []))[1].append(index)
+            for model, (since, indices) in list(waiting.items()):
+                size = sum(len(self.chunks[i]) for i in indices)
+                if closing or size >= self.items or time.monotonic() >= since + self.pause:
+                    del waiting[model]
+                    self._finish(model, indices)
+
+    def _finish(self, model: str, indices: list[int]) -> None:
+        if self.error is not None:  # after a failure, units are left for the next sweep's rescore
+            return
+        rows = [row for i in indices for row in self.chunks[i]]
+        label = chunk_label(indices)
+        started = time.monotonic()
+        try:
+            finish_unit(self.lake, rows, model, self.run_id, label)
+            self.took(time.monotonic() - started)
+            for _ in indices:
+                self.on_done(model)
+        except BaseException as exc:  # noqa: BLE001 - raised by close(), in the flow's thread
+            self.error = exc
 
     def close(self) -> None:
         """Finish every queued unit, stop the thread, and raise the first error it met."""

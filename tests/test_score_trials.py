@@ -11,6 +11,7 @@ whose answer type differs from its item's, lenient text scores and errors.
 from __future__ import annotations
 
 import json
+import threading
 from collections import defaultdict
 
 from lake_fixtures import RUN, LakeBuilder
@@ -187,3 +188,73 @@ def test_a_chunk_reads_only_its_rows_and_gets_the_whole_lake_views_rows(tmp_path
     got = {(r["trial_id"], r["item_id"], r["model"], r["sample_idx"], r["scorer_version"], r["response_ids"],
             r["status"], r["correct"], r["lenient_correct"], r["predicted"]) for r in written(lake, "scores", before)}
     assert got == expected_scores(lake, "rr.run_id = 'run-b'") - expected_scores(lake, *where) and len(got) == 6
+
+
+def finished_rows(lake: LakeBuilder) -> tuple[set[tuple], set[tuple]]:
+    """Every parse and score row of the lake, without its time."""
+    return tuple({tuple(v for k, v in sorted(r.items()) if k != "created_at")
+                  for r in lake.query(f"SELECT * FROM all_{table}")} for table in ("parses", "scores"))
+
+
+def test_a_finisher_finishes_a_model_s_chunks_together_with_the_rows_of_one_chunk_at_a_time(tmp_path):
+    """The sweep's Finisher (flows.stages) parses and scores a model's waiting chunks in one
+    parse and one score (each opens every data file of the lake, whatever its size): the rows
+    written are those of each chunk finished alone; a chunk waits no longer than its ``wait``,
+    a batch holds about ``items`` items, and closing finishes what waits."""
+    from flows import stages
+
+    alone, together = mixed_lake(tmp_path / "alone"), mixed_lake(tmp_path / "together")
+    item_ids = sorted({r["item_id"] for r in alone.query("SELECT item_id FROM run_requests")})
+    chunks = [[{"item_id": i} for i in item_ids[k:k + 3]] for k in range(0, len(item_ids), 3)]
+    assert len(chunks) >= 4
+    done: list[str] = []
+    for builder, wait, items in ((alone, 0.0, 1), (together, 3600.0, 10**6)):
+        finisher = stages.Finisher(builder.lake, RUN, chunks, done.append, wait=wait, items=items, ratio=0)
+        for model in ("m1", "m2"):
+            for index in range(len(chunks)):
+                finisher.chunk_done(model, index)
+        finisher.close()
+    assert sorted(done) == sorted(["m1", "m2"] * len(chunks) * 2)
+    assert finished_rows(together) == finished_rows(alone)
+    assert all(len(rows) > 10 for rows in finished_rows(alone))
+
+
+def test_a_finisher_s_batches_by_size_by_time_and_at_close(monkeypatch):
+    """Chunks of one item: ``items`` 2 makes batches of two, the last one at close; a chunk
+    finishes without close once its wait is over; the wait follows what the last batch took."""
+    from flows import stages
+
+    finished: list[tuple[str, list[str], str]] = []
+    came = threading.Event()
+
+    def finish(lake, rows, model, run_id, index):
+        finished.append((model, [r["item_id"] for r in rows], index))
+        came.set()
+
+    monkeypatch.setattr(stages, "finish_unit", finish)
+    chunks = [[{"item_id": f"i{k}"}] for k in range(5)]
+    by_size = stages.Finisher(None, RUN, chunks, lambda model: None, wait=3600.0, items=2, ratio=0)
+    for index in range(5):
+        by_size.chunk_done("m", index)
+    by_size.close()
+    assert finished == [("m", ["i0", "i1"], "0-1"), ("m", ["i2", "i3"], "2-3"), ("m", ["i4"], "4")]
+
+    finished.clear()
+    came.clear()
+    by_time = stages.Finisher(None, RUN, chunks, lambda model: None, wait=0.0, items=10, ratio=0)
+    by_time.chunk_done("m", 2)
+    assert came.wait(60)  # finished before close: its wait is over
+    assert finished == [("m", ["i2"], "2")]
+    by_time.close()
+
+    # chunks finish in any order: a task run's name says which it holds
+    assert [stages.chunk_label(c) for c in ([4], [1, 0], [9, 3, 4], [7, 5, 6, 2])] == ["4", "0-1", "3-4,9", "2,5-7"]
+
+    # by default the first chunk waits for nothing, the next ones ten times what the last batch took
+    adaptive = stages.Finisher(None, RUN, chunks, lambda model: None, wait=30.0)
+    assert adaptive.pause == 0.0
+    adaptive.took(0.5)
+    assert adaptive.pause == 5.0
+    adaptive.took(10.0)
+    assert adaptive.pause == 30.0
+    adaptive.close()
