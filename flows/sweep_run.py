@@ -32,7 +32,15 @@ from flows.stages import (
 from tasks import progress
 from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
-from tasks.items.compact import ItemRows, concat, item_ids, items_table, table_chunks
+from tasks.items.compact import (
+    ItemRows,
+    concat,
+    item_ids,
+    items_table,
+    pack,
+    table_chunks,
+    unpack,
+)
 from tasks.items.features import add_features
 from tasks.items.validate import dedupe_table
 from tasks.lake.lake import Lake
@@ -181,15 +189,15 @@ def collect_items(cfg: Config) -> Collected:
     return dedupe_table(concat(tables))
 
 
-Prepared = tuple[int, dict[int, pa.Table], list[pa.Table], list[dict[str, Any]]]
+Prepared = tuple[int, dict[int, pa.Buffer], list[pa.Buffer], list[dict[str, Any]]]
 
 
 def prepare_items(cfg: Config, collected: Collected | None = None) -> Prepared:
     """The run's items (``collected``, else :func:`collect_items`), validated chunk by chunk (the
     chunks with an item the lake does not hold, given their surface features) before anything is
     written. Returns how many items, those chunks by number, every chunk (each a table of the
-    ``items`` schema; a validated one with its features) and the families dropped for repeating
-    a prompt of another."""
+    ``items`` schema, packed: tasks.items.compact.pack; a validated one with its features) and
+    the families dropped for repeating a prompt of another."""
     logger = run_logger()
     table, identical, dropped_families = collected or collect_items(cfg)
     del collected  # the chunks hold the rows from here: each validated one is replaced by its copy
@@ -208,16 +216,18 @@ def prepare_items(cfg: Config, collected: Collected | None = None) -> Prepared:
         for i in fresh:
             # A chunk's rows are dicts only while they are validated: the chunk is then the table
             # the lake will be written from (features included), and its slices of the
-            # generated rows are freed as the chunks around them are done.
+            # generated rows are freed as the chunks around them are done. Once every chunk
+            # has passed, each is held packed until the calls (about a ninth of its Arrow size).
             rows = add_features(chunks[i].to_pylist())
             validate_chunk(rows, i)
             chunks[i] = items_table(rows)
             del rows
             advance(1)
+    packed = [pack(chunk) for chunk in chunks]
     logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d chunk(s), "
                 "%d already stored and not validated again", n_items, identical, len(dropped_families),
                 len(chunks), len(chunks) - len(fresh))
-    return n_items, {i: chunks[i] for i in fresh}, chunks, dropped_families
+    return n_items, {i: packed[i] for i in fresh}, packed, dropped_families
 
 
 def start_run(cfg: Config, run_id: str, n_items: int, plan: dict[str, Any]) -> lifecycle.Run:
@@ -236,7 +246,7 @@ def start_run(cfg: Config, run_id: str, n_items: int, plan: dict[str, Any]) -> l
                            run_id=run_id, n_items=n_items, **plan)
 
 
-def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[int, pa.Table],
+def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[int, pa.Buffer],
               chunks: list[Any], dropped_families: list[dict[str, Any]], config_path: str | None,
               overrides: dict[str, Any] | None, dispatch: bool) -> tuple[dict[str, Any], CallStats]:
     """The run's main body: store the items of ``new_chunks`` (those holding an item the lake did
@@ -250,13 +260,13 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
     with run:  # an exception ends the run failed or cancelled, with the counts kept so far
         with progress.stage("store items", len(new_chunks)) as advance:
             for i, chunk in new_chunks.items():
-                store_items_chunk(lake, chunk, i)
+                store_items_chunk(lake, unpack(chunk), i)
                 advance(1)
         # The calls read five columns of an item (tasks.models.stream.ITEM_COLUMNS): the others
         # (surface features, prompts, parameters) go now, in place, so that no caller's
         # reference keeps them alive; the five are read as dicts a chunk at a time.
         new_chunks.clear()
-        chunks[:] = [ItemRows(chunk.select(ITEM_COLUMNS)) for chunk in chunks]
+        chunks[:] = [ItemRows(unpack(chunk).select(ITEM_COLUMNS)) for chunk in chunks]
 
         per_model = run_models(lake, chunks, cfg, run.run_id, config_path, overrides, dispatch)
         totals = CallStats.total(per_model.values())
@@ -347,7 +357,7 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
     # A dispatched sweep's rows are written by its workers: it is no template (tasks.runs.plan).
     run = start_run(cfg, run_id, n_items, plan_columns(None if dispatch else plan_key(cfg), dropped_families))
     if answered:
-        chunks = table_chunks(concat(chunks), max(cfg.sweep.batch_size, ANSWERED_CHUNK))
+        chunks = [pack(c) for c in table_chunks(concat(map(unpack, chunks)), max(cfg.sweep.batch_size, ANSWERED_CHUNK))]
     summary, _ = run_sweep(run, cfg, n_items, new_chunks, chunks, dropped_families, config_path, overrides,
                            dispatch)
     if in_flow_run():

@@ -15,7 +15,7 @@ from conftest import fake_model_config
 
 from flows import sweep_run
 from tasks.config import load_config
-from tasks.items.compact import ItemRows, items_table
+from tasks.items.compact import ItemRows, items_table, unpack
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import dedupe
 from tasks.lake.lake import Lake
@@ -98,8 +98,10 @@ def test_a_sweep_holds_its_items_as_arrow_not_dicts(tmp_path):
     assert isinstance(collected[0], pa.Table) and collected[0].schema == SCHEMAS["items"]
     n_items, new_chunks, chunks, _ = sweep_run.prepare_items(cfg, collected)
     assert n_items == 5 and sorted(new_chunks) == [0, 1, 2]
-    assert all(isinstance(c, pa.Table) and c.schema == SCHEMAS["items"] for c in chunks)
-    assert [without_time(c.to_pylist()) for c in chunks] == [without_time(c) for c in into_twos(rows_as_before(cfg))]
+    tables = [unpack(c) for c in chunks]  # packed: pa.ipc with zstd
+    assert all(isinstance(c, pa.Buffer) for c in chunks) and all(t.schema == SCHEMAS["items"] for t in tables)
+    assert [without_time(t.to_pylist()) for t in tables] == [without_time(c) for c in into_twos(rows_as_before(cfg))]
+    assert new_chunks == {i: chunks[i] for i in range(3)}
 
 
 def test_item_rows_read_as_the_dicts_they_hold():

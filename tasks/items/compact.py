@@ -40,17 +40,37 @@ def item_ids(table: pa.Table) -> list[str]:
     return table.column("item_id").to_pylist()
 
 
-class ItemRows(Sequence[dict[str, Any]]):
-    """The rows of an Arrow table read as dicts, made when they are read (a slice at a time when
-    iterated) and not kept: what a caller that reads rows gets instead of a list of them."""
+def pack(table: pa.Table) -> pa.Buffer:
+    """``table`` as one zstd-compressed Arrow IPC stream: a chunk's item rows in about a ninth of
+    their Arrow size (prompts and messages are templated text)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
 
-    __slots__ = ("table",)
+
+def unpack(packed: pa.Buffer) -> pa.Table:
+    """The table :func:`pack` packed."""
+    return pa.ipc.open_stream(packed).read_all()
+
+
+class ItemRows(Sequence[dict[str, Any]]):
+    """The rows of an Arrow table, held packed (:func:`pack`) and read as dicts made when they
+    are read (a slice at a time when iterated) and not kept: what a caller that reads rows gets
+    instead of a list of them."""
+
+    __slots__ = ("packed", "n")
 
     def __init__(self, table: pa.Table):
-        self.table = table
+        self.packed, self.n = pack(table), table.num_rows
+
+    @property
+    def table(self) -> pa.Table:
+        """The rows as a table (unpacked anew)."""
+        return unpack(self.packed)
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        return self.n
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for batch in self.table.to_batches(max_chunksize=SLICE):
@@ -65,10 +85,9 @@ class ItemRows(Sequence[dict[str, Any]]):
     def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(index, slice):
             return list(self)[index]
-        n = len(self)
-        if not -n <= index < n:
+        if not -self.n <= index < self.n:
             raise IndexError(index)
-        return self.table.slice(index % n, 1).to_pylist()[0]
+        return self.table.slice(index % self.n, 1).to_pylist()[0]
 
 
 def concat(tables: Iterable[pa.Table]) -> pa.Table:
