@@ -23,13 +23,17 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from tasks import progress
 from tasks.config import Config
 from tasks.errors import ConfigError
+from tasks.items.compact import item_ids, items_table
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import validate_items
 from tasks.lake.lake import Lake
-from tasks.lake.writes import write_new_items
+from tasks.lake.writes import stored_item_ids, write_table
 from tasks.models.call import CallStats
 from tasks.models.cost import Budget, BudgetExceeded
 from tasks.models.stream import Chunks, ModelStream, run_calls, run_streams
@@ -40,11 +44,11 @@ from tasks.scoring.selection import Selection
 
 
 @stage_task(name="generate", task_run_name="generate-{suite}.{task_name}")
-def generate_items(suite: str, task_name: str, params: dict[str, Any], seed: int) -> list[dict[str, Any]]:
-    """Items of one task as lake rows, without their surface features (added to the rows that are
-    validated and stored: tasks.items.features.add_features)."""
+def generate_items(suite: str, task_name: str, params: dict[str, Any], seed: int) -> pa.Table:
+    """Items of one task as a table of lake rows (tasks.items.compact), without their surface
+    features (added to the rows that are validated and stored: tasks.items.features.add_features)."""
     dataset, items = generate_task(suite, task_name, params, seed)
-    return [item_row(item, dataset, features=False) for item in items]
+    return items_table(items, lambda item: item_row(item, dataset, features=False))
 
 
 @stage_task(name="load-datasets")
@@ -74,9 +78,13 @@ def validate_chunk(rows: list[dict[str, Any]], index: int) -> int:
 
 
 @stage_task(name="store-items", task_run_name="store-items-chunk-{index}")
-def store_items_chunk(lake: Lake, rows: list[dict[str, Any]], index: int) -> int:
-    """Write the chunk's items that the lake does not hold yet (items are content-addressed)."""
-    return write_new_items(lake, rows)
+def store_items_chunk(lake: Lake, rows: pa.Table, index: int) -> int:
+    """Write the chunk's items (a table of the ``items`` schema) that the lake does not hold yet
+    (items are content-addressed), as :func:`tasks.lake.writes.write_new_items` writes rows."""
+    known = stored_item_ids(lake, item_ids(rows))
+    new = rows.filter(pc.invert(pc.is_in(rows.column("item_id"), pa.array(sorted(known), pa.string()))))
+    write_table(lake, "items", new)
+    return new.num_rows
 
 
 @stage_task(name="call-chunk", task_run_name="call-{model}-chunk-{index}")

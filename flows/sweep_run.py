@@ -19,6 +19,8 @@ import functools
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import pyarrow as pa
+
 from flows.stages import (
     artifact_key,
     generate_items,
@@ -30,14 +32,23 @@ from flows.stages import (
 from tasks import progress
 from tasks.config import Config, load_config
 from tasks.environment import apply_defaults
+from tasks.items.compact import (
+    ItemRows,
+    concat,
+    item_ids,
+    items_table,
+    pack,
+    table_chunks,
+    unpack,
+)
 from tasks.items.features import add_features
-from tasks.items.validate import dedupe
+from tasks.items.validate import dedupe_table
 from tasks.lake.lake import Lake
 from tasks.lake.writes import stored_item_ids
 from tasks.models import embedded
 from tasks.models.call import CallStats
 from tasks.models.cost import BudgetExceeded
-from tasks.models.stream import stream_rows
+from tasks.models.stream import ITEM_COLUMNS
 from tasks.records import canonical_json
 from tasks.runs import lifecycle, stopping
 from tasks.runs.orchestration import in_flow_run, run_logger, stage_task
@@ -49,11 +60,6 @@ from tasks.suites.base import GeneratorError
 # of such a sweep's time at 1,000 items a chunk, while the stream holds up to LOOKAHEAD chunks'
 # request rows at once (about 6 KB an item), so larger chunks would cost memory, not time.
 ANSWERED_CHUNK = 10_000
-
-
-def into_chunks(rows: Sequence[Any], size: int) -> list[list[Any]]:
-    """``rows`` in consecutive chunks of at most ``size``."""
-    return [list(rows[i : i + size]) for i in range(0, len(rows), size)]
 
 
 @stage_task(name="stats")
@@ -159,53 +165,69 @@ def run_models(lake: Lake, chunks: list[list[dict[str, Any]]], cfg: Config, run_
         embedded.stop_all()  # the embedded models' worker processes end with the calls
 
 
-Collected = tuple[list[dict[str, Any]], int, list[dict[str, Any]]]
+# The run's items (an Arrow table of the lake's ``items`` schema, tasks.items.compact), how many
+# identical ones were dropped, and the families dropped for repeating a prompt of another.
+Collected = tuple[pa.Table, int, list[dict[str, Any]]]
 
 
 def collect_items(cfg: Config) -> Collected:
     """The run's item rows: generated (a generator's error names its parameters' key) and read
-    from the configured datasets, deduplicated. Returns the rows, how many identical ones were
+    from the configured datasets, deduplicated, as one table (a task's rows made into Arrow as
+    they are generated: tasks.items.compact). Returns the table, how many identical rows were
     dropped and the families dropped for repeating a prompt of another."""
-    rows: list[dict[str, Any]] = []
+    tables: list[pa.Table] = []
     selected = cfg.selected_tasks()
     with progress.stage("generate", len(selected)) as advance:
         for suite, task_name in selected:
             try:
-                rows.extend(generate_items(suite, task_name, cfg.task_params(suite, task_name), cfg.sweep.seed))
+                tables.append(generate_items(suite, task_name, cfg.task_params(suite, task_name), cfg.sweep.seed))
             except GeneratorError as exc:
                 raise GeneratorError(f"suites.{suite}.params.{task_name}: {exc}") from None
             advance(1)
     if cfg.sweep.datasets:
-        rows.extend(load_datasets(Lake.of(cfg), cfg.sweep.datasets))
-    return dedupe(rows)
+        tables.append(items_table(load_datasets(Lake.of(cfg), cfg.sweep.datasets)))
+    return dedupe_table(concat(tables))
 
 
-def prepare_items(cfg: Config, collected: Collected | None = None) -> tuple[
-        list[dict[str, Any]], dict[int, list[dict[str, Any]]], list[list[dict[str, Any]]], list[dict[str, Any]]]:
+Prepared = tuple[int, dict[int, pa.Buffer], list[pa.Buffer], list[dict[str, Any]]]
+
+
+def prepare_items(cfg: Config, collected: Collected | None = None) -> Prepared:
     """The run's items (``collected``, else :func:`collect_items`), validated chunk by chunk (the
     chunks with an item the lake does not hold, given their surface features) before anything is
-    written. Returns the rows, those chunks by number, every chunk and the families dropped for
-    repeating a prompt of another."""
+    written. Returns how many items, those chunks by number, every chunk (each a table of the
+    ``items`` schema, packed: tasks.items.compact.pack; a validated one with its features) and
+    the families dropped for repeating a prompt of another."""
     logger = run_logger()
-    rows, identical, dropped_families = collected or collect_items(cfg)
+    table, identical, dropped_families = collected or collect_items(cfg)
+    del collected  # the chunks hold the rows from here: each validated one is replaced by its copy
     for d in dropped_families:
         logger.warning("dropped family %s of %s.%s: it repeats a prompt of family %s of %s.%s",
                        d["family_id"], d["suite"], d["task"], d["duplicate_of_family"], d["suite"],
                        d["duplicate_of_task"])
-    chunks = into_chunks(rows, cfg.sweep.batch_size)
+    n_items, chunks = table.num_rows, table_chunks(table, cfg.sweep.batch_size)
     # Items are content-addressed: a chunk the lake already holds whole passed validation when it
     # was stored, so only chunks with a new item are checked (and Great Expectations is imported).
     # Read-only: nothing (not even a schema file) is written before every chunk has passed.
-    stored = stored_item_ids(Lake.of(cfg, read_only=True), [r["item_id"] for r in rows])
-    fresh = [i for i, chunk in enumerate(chunks) if any(r["item_id"] not in stored for r in chunk)]
+    stored = stored_item_ids(Lake.of(cfg, read_only=True), item_ids(table))
+    del table
+    fresh = [i for i, chunk in enumerate(chunks) if any(item_id not in stored for item_id in item_ids(chunk))]
     with progress.stage("validate", len(fresh)) as advance:
         for i in fresh:
-            validate_chunk(add_features(chunks[i]), i)
+            # A chunk's rows are dicts only while they are validated: the chunk is then the table
+            # the lake will be written from (features included), and its slices of the
+            # generated rows are freed as the chunks around them are done. Once every chunk
+            # has passed, each is held packed until the calls (about a ninth of its Arrow size).
+            rows = add_features(chunks[i].to_pylist())
+            validate_chunk(rows, i)
+            chunks[i] = items_table(rows)
+            del rows
             advance(1)
+    packed = [pack(chunk) for chunk in chunks]
     logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d chunk(s), "
-                "%d already stored and not validated again", len(rows), identical, len(dropped_families),
+                "%d already stored and not validated again", n_items, identical, len(dropped_families),
                 len(chunks), len(chunks) - len(fresh))
-    return rows, {i: chunks[i] for i in fresh}, chunks, dropped_families
+    return n_items, {i: packed[i] for i in fresh}, packed, dropped_families
 
 
 def start_run(cfg: Config, run_id: str, n_items: int, plan: dict[str, Any]) -> lifecycle.Run:
@@ -224,13 +246,13 @@ def start_run(cfg: Config, run_id: str, n_items: int, plan: dict[str, Any]) -> l
                            run_id=run_id, n_items=n_items, **plan)
 
 
-def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[int, list[dict[str, Any]]],
-              chunks: list[list[dict[str, Any]]], dropped_families: list[dict[str, Any]], config_path: str | None,
+def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[int, pa.Buffer],
+              chunks: list[Any], dropped_families: list[dict[str, Any]], config_path: str | None,
               overrides: dict[str, Any] | None, dispatch: bool) -> tuple[dict[str, Any], CallStats]:
     """The run's main body: store the items of ``new_chunks`` (those holding an item the lake did
     not, by chunk number; the others it holds whole), call every model on ``chunks`` (each chunk
     parsed and scored as it is answered; once the items are stored, ``chunks`` is cut in place to
-    the columns the calls read, :func:`tasks.models.stream.stream_rows`), rebuild the catalog, then
+    the columns the calls read, :class:`tasks.items.compact.ItemRows`), rebuild the catalog, then
     the statistics and report with ``sweep.report``. The run ends `completed`, `waiting` (batch
     jobs still running) or as the exception that stopped it. Returns the run summary and the call totals."""
     lake = Lake.of(cfg)
@@ -238,12 +260,13 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
     with run:  # an exception ends the run failed or cancelled, with the counts kept so far
         with progress.stage("store items", len(new_chunks)) as advance:
             for i, chunk in new_chunks.items():
-                store_items_chunk(lake, chunk, i)
+                store_items_chunk(lake, unpack(chunk), i)
                 advance(1)
-        # The calls read five columns of an item: the whole rows (surface features, prompts,
-        # parameters) go now, in place, so that no caller's reference keeps them alive.
+        # The calls read five columns of an item (tasks.models.stream.ITEM_COLUMNS): the others
+        # (surface features, prompts, parameters) go now, in place, so that no caller's
+        # reference keeps them alive; the five are read as dicts a chunk at a time.
         new_chunks.clear()
-        chunks[:] = [stream_rows(chunk) for chunk in chunks]
+        chunks[:] = [ItemRows(unpack(chunk).select(ITEM_COLUMNS)) for chunk in chunks]
 
         per_model = run_models(lake, chunks, cfg, run.run_id, config_path, overrides, dispatch)
         totals = CallStats.total(per_model.values())
@@ -329,13 +352,12 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
         scale_out.require_server()
     run_id = lifecycle.new_run_id()
     with stopping.interruptible():  # reads only: a stop ends it at once, before the run begins
-        rows, new_chunks, chunks, dropped_families = prepare_items(cfg, collected)
+        n_items, new_chunks, chunks, dropped_families = prepare_items(cfg, collected)
+    del collected  # the chunks hold the rows now: run_sweep cuts them to what the calls read once stored
     # A dispatched sweep's rows are written by its workers: it is no template (tasks.runs.plan).
-    n_items = len(rows)
     run = start_run(cfg, run_id, n_items, plan_columns(None if dispatch else plan_key(cfg), dropped_families))
     if answered:
-        chunks = into_chunks(rows, max(cfg.sweep.batch_size, ANSWERED_CHUNK))
-    del rows  # the chunks hold the rows now: run_sweep cuts them to what the calls read once stored
+        chunks = [pack(c) for c in table_chunks(concat(map(unpack, chunks)), max(cfg.sweep.batch_size, ANSWERED_CHUNK))]
     summary, _ = run_sweep(run, cfg, n_items, new_chunks, chunks, dropped_families, config_path, overrides,
                            dispatch)
     if in_flow_run():

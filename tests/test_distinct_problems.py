@@ -68,6 +68,30 @@ def test_dedupe_drops_the_later_family_whole_and_says_so():
                         "duplicate_of_family": "A", "prompt": "p2"}]
 
 
+@pytest.mark.parametrize("hashing", ["python", "every prompt alike"])
+def test_dedupe_of_a_table_keeps_what_dedupe_of_dicts_keeps(monkeypatch, hashing):
+    """A sweep dedupes its items as an Arrow table (tasks.items.compact), prompts compared by
+    hash first: the same rows, counts and report, whatever the hashes (equal ones are only
+    candidates, decided by the prompts' texts)."""
+    from tasks.items import validate
+    from tasks.items.compact import items_table
+
+    if hashing != "python":
+        monkeypatch.setattr(validate, "hash", lambda value: 0, raising=False)
+    rows = [
+        _row("s", "t1", "A", "x", "p1"), _row("s", "t1", "A", "y", "p2"),
+        _row("s", "t2", "B", "x", "p3"), _row("s", "t2", "B", "y", "p2"),
+        _row("s", "t1", "C", "x", "p4"), _row("s", "t1", "C", "y", "p4"),
+        _row("s", "t1", "D", "x", "p3"), _row("s", "t1", "D", "y", "p5"),
+        _row("other", "t1", "E", "x", "p1"), _row("s", "t1", "A", "x", "p1"), _row("s", "t3", "F", "x", "p6"),
+    ]
+    table, identical, dropped = validate.dedupe_table(items_table(rows))
+    kept, *expected = dedupe(rows)
+    assert [r["item_id"] for r in table.to_pylist()] == [r["item_id"] for r in kept]
+    assert [identical, dropped] == expected and identical == 1 and len(dropped) == 1
+    assert validate.dedupe_table(items_table(kept))[0].num_rows == len(kept)
+
+
 def test_validation_rejects_two_families_sharing_a_prompt():
     rows = [_row("s", "t1", "A", "x", "p1"), _row("s", "t1", "A", "y", "p2"),
             _row("s", "t2", "B", "x", "p2"), _row("s", "t1", "C", "x", "p3")]

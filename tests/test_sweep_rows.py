@@ -1,20 +1,25 @@
-"""What a sweep keeps of its item rows (issue #26, bench/results.md "Sweep memory"): the lake gets
-each new chunk's whole rows, surface features included; the stream gets the same chunks, in the
-same order, cut to the columns it reads (``tasks.models.stream.stream_rows``), and builds the same
-requests from them as from whole rows."""
+"""What a sweep keeps of its item rows (issue #26, bench/results.md "Sweep memory" and
+"items-compact"): Arrow tables from generation to storage, never every row as a dict; the lake
+gets each new chunk's whole rows, surface features included, the rows it got when they were
+dicts; the stream gets the same chunks, in the same order, cut to the columns it reads
+(``tasks.models.stream.ITEM_COLUMNS``), and builds the same requests from them as from whole rows."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
 
+import pyarrow as pa
 import pytest
 from conftest import fake_model_config
 
 from flows import sweep_run
 from tasks.config import load_config
-from tasks.items.features import add_features
+from tasks.items.compact import ItemRows, items_table, unpack
+from tasks.items.generate import generate_task, item_row
+from tasks.items.validate import dedupe
 from tasks.lake.lake import Lake
+from tasks.lake.schemas import SCHEMAS
 from tasks.models.call import CallStats, step_messages, trial_id
 from tasks.models.config import ModelConfig
 from tasks.models.routes import route_for
@@ -38,32 +43,76 @@ def requests_of(row: dict, answers: dict) -> list[Request]:
             for step in step_plan(row)]
 
 
+def rows_as_before(cfg) -> list[dict]:
+    """The item rows a sweep stored before its rows were kept in Arrow (tasks.items.compact): each
+    generated item's dict row, surface features included, deduplicated as dicts."""
+    rows = []
+    for suite, task in cfg.selected_tasks():
+        dataset, items = generate_task(suite, task, cfg.task_params(suite, task), cfg.sweep.seed)
+        rows += [item_row(item, dataset) for item in items]
+    return dedupe(rows)[0]
+
+
+def without_time(rows) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "created_at"} for r in rows]
+
+
+def into_twos(rows: list) -> list[list]:
+    return [rows[i : i + 2] for i in range(0, len(rows), 2)]
+
+
 def test_the_lake_gets_whole_rows_and_the_stream_the_same_rows_cut(tmp_path, monkeypatch):
     """A sweep outside Prefect (its stages plain calls), in chunks of 2, the calls left out."""
     cfg = fake_model_config(tmp_path, "http://127.0.0.1:9/v1", sweep_extra={"batch_size": 2})
-    collected = sweep_run.collect_items(load_config(str(cfg)))[0]
+    before = rows_as_before(load_config(str(cfg)))
     stored: list[list[dict]] = []
     streamed: list[list[dict]] = []
     store = sweep_run.store_items_chunk
 
     def store_and_keep(lake, rows, index):
-        stored.append([{k: v for k, v in r.items() if k != "created_at"} for r in rows])
+        stored.append(without_time(rows.to_pylist()))
         return store(lake, rows, index)
 
     def models_on(lake, chunks, cfg, *rest):
+        assert all(isinstance(c, ItemRows) and c.table.column_names == list(ITEM_COLUMNS) for c in chunks)
         streamed.extend(list(c) for c in chunks)
         return {m: CallStats() for m in cfg.sweep.models}
 
     monkeypatch.setattr(sweep_run, "store_items_chunk", store_and_keep)
     monkeypatch.setattr(sweep_run, "run_models", models_on)
-    assert sweep_run.perform_sweep(str(cfg))["items"] == len(collected) == 5
+    assert sweep_run.perform_sweep(str(cfg))["items"] == len(before) == 5
 
-    chunks = sweep_run.into_chunks(collected, 2)
-    whole = [[{k: v for k, v in r.items() if k != "created_at"} for r in add_features(c)] for c in chunks]
-    assert stored == whole and all(r["n_tokens"] > 0 for c in stored for r in c)
-    assert lake_items(tmp_path) == sorted(r["item_id"] for r in collected)
+    chunks = into_twos(before)
+    assert stored == [without_time(c) for c in chunks] and all(r["n_tokens"] > 0 for c in stored for r in c)
+    assert lake_items(tmp_path) == sorted(r["item_id"] for r in before)
     assert streamed == [[{k: r[k] for k in ITEM_COLUMNS} for r in c] for c in chunks]
     assert all(set(r) == set(ITEM_COLUMNS) for c in streamed for r in c)
+
+
+def test_a_sweep_holds_its_items_as_arrow_not_dicts(tmp_path):
+    """Generated, then validated: every chunk a table of the lake's items schema, never a list of
+    dicts (0.67 GB of them at 200,000 items, bench/results.md "items-compact"), the validated
+    ones with their surface features, the rows those a sweep stored before."""
+    cfg = load_config(str(fake_model_config(tmp_path, "http://127.0.0.1:9/v1", sweep_extra={"batch_size": 2})))
+    collected = sweep_run.collect_items(cfg)
+    assert isinstance(collected[0], pa.Table) and collected[0].schema == SCHEMAS["items"]
+    n_items, new_chunks, chunks, _ = sweep_run.prepare_items(cfg, collected)
+    assert n_items == 5 and sorted(new_chunks) == [0, 1, 2]
+    tables = [unpack(c) for c in chunks]  # packed: pa.ipc with zstd
+    assert all(isinstance(c, pa.Buffer) for c in chunks) and all(t.schema == SCHEMAS["items"] for t in tables)
+    assert [without_time(t.to_pylist()) for t in tables] == [without_time(c) for c in into_twos(rows_as_before(cfg))]
+    assert new_chunks == {i: chunks[i] for i in range(3)}
+
+
+def test_item_rows_read_as_the_dicts_they_hold():
+    rows = [{"item_id": f"i{k}", "prompt": f"p{k}", "n_tokens": k} for k in range(2500)]
+    table = items_table(rows)
+    assert table.num_rows == 2500 and table.column("item_id").num_chunks == 3  # built a slice at a time
+    view = ItemRows(table.select(["item_id", "n_tokens"]))
+    assert len(view) == 2500 and list(view) == [{"item_id": r["item_id"], "n_tokens": r["n_tokens"]} for r in rows]
+    assert view[-1] == {"item_id": "i2499", "n_tokens": 2499} and view[1:3] == list(view)[1:3]
+    with pytest.raises(IndexError):
+        view[2500]
 
 
 def test_a_cut_row_gives_the_requests_of_the_whole_row():

@@ -88,10 +88,11 @@ def feature_row(text: str) -> dict[str, float | int]:
 
 
 def add_features(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Give each item row that has none its surface features (in place); returns ``rows``. A
+    """Give each item row that has none (no ``n_tokens``, or a null one: a row read back from a
+    sweep's table, tasks.items.compact) its surface features (in place); returns ``rows``. A
     sweep computes them only for the chunks it validates and stores: tokenizing is most of the
     cost of generating an item, and the lake already holds the features of the items it holds."""
     for row in rows:
-        if "n_tokens" not in row:
+        if row.get("n_tokens") is None:
             row.update(feature_row(row["prompt"]))
     return rows

@@ -39,28 +39,78 @@ def dedupe(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, l
     it in the same suite; otherwise the whole family is dropped and reported as a dict (suite,
     task, family_id, duplicate_of_task, duplicate_of_family, prompt).
     """
+    families = [_family(r) for r in rows]
+    unique = _unique([r["item_id"] for r in rows])
+    dropped = _repeated_families(unique, families, [r["prompt"] for r in rows])
+    gone = {(d["suite"], d["task"], d["family_id"]) for d in dropped}
+    return [rows[i] for i in unique if families[i] not in gone], len(rows) - len(unique), dropped
+
+
+def dedupe_table(table: Any) -> tuple[Any, int, list[dict[str, Any]]]:
+    """:func:`dedupe` of item rows held as an Arrow table (tasks.items.compact): the same rows
+    kept, in the same order, read a slice at a time. Prompts are held as hashes only; the few
+    families that share a hash with another family of their suite are then decided by their
+    prompts' texts, exactly as :func:`dedupe` decides (a family that shares no prompt with another
+    is kept whatever the others do)."""
+    import pyarrow as pa
+
+    ids: list[str] = []
+    families: list[tuple[str, str, str]] = []
+    hashes: list[int] = []
+    for batch in table.select(["item_id", "suite", "task", "family_id", "prompt"]).to_batches(max_chunksize=1_000):
+        for item_id, suite, task, family_id, prompt in zip(*(c.to_pylist() for c in batch.columns)):
+            ids.append(item_id)
+            families.append((suite, task, family_id))
+            hashes.append(hash((suite, prompt)))
+    unique = _unique(ids)
+    of_hash: dict[int, set[tuple[str, str, str]]] = {}
+    for i in unique:
+        of_hash.setdefault(hashes[i], set()).add(families[i])
+    shared = {f for fams in of_hash.values() if len(fams) > 1 for f in fams}  # equal hash: maybe one prompt
+    candidates = [i for i in unique if families[i] in shared]
+    texts = table.column("prompt").take(pa.array(candidates, pa.int64())).to_pylist() if candidates else []
+    prompts = dict(zip(candidates, texts))
+    dropped = _repeated_families(candidates, families, prompts)
+    gone = {(d["suite"], d["task"], d["family_id"]) for d in dropped}
+    kept = [i for i in unique if families[i] not in gone]
+    if len(kept) == table.num_rows:
+        return table, len(ids) - len(unique), dropped
+    mask = [False] * table.num_rows
+    for i in kept:
+        mask[i] = True
+    return table.filter(pa.array(mask)), len(ids) - len(unique), dropped  # filter keeps the table's slices
+
+
+def _unique(ids: Sequence[str]) -> list[int]:
+    """The positions of the first row of each ``item_id``, in order."""
     seen: set[str] = set()
     unique = []
-    for row in rows:
-        if row["item_id"] not in seen:
-            seen.add(row["item_id"])
-            unique.append(row)
-    prompts: dict[tuple[str, str, str], list[str]] = {}
-    for row in unique:
-        prompts.setdefault(_family(row), []).append(row["prompt"])
+    for i, item_id in enumerate(ids):
+        if item_id not in seen:
+            seen.add(item_id)
+            unique.append(i)
+    return unique
+
+
+def _repeated_families(rows: Sequence[int], families: Sequence[tuple[str, str, str]],
+                       prompts: Sequence[str] | dict[int, str]) -> list[dict[str, Any]]:
+    """The families of ``rows`` (positions into ``families`` and ``prompts``) that :func:`dedupe`
+    drops, in order of first appearance."""
+    texts_of: dict[tuple[str, str, str], list[str]] = {}
+    for i in rows:
+        texts_of.setdefault(families[i], []).append(prompts[i])
     owner: dict[tuple[str, str], tuple[str, str, str]] = {}
     dropped: list[dict[str, Any]] = []
-    for family, texts in prompts.items():
+    for family, texts in texts_of.items():
         clash = next((t for t in texts if owner.get((family[0], t), family) != family), None)
         if clash is not None:
             first = owner[(family[0], clash)]
             dropped.append({"suite": family[0], "task": family[1], "family_id": family[2],
                             "duplicate_of_task": first[1], "duplicate_of_family": first[2], "prompt": clash})
             continue
-        for text in texts:
-            owner[(family[0], text)] = family
-    gone = {(d["suite"], d["task"], d["family_id"]) for d in dropped}
-    return [r for r in unique if _family(r) not in gone], len(rows) - len(unique), dropped
+        for t in texts:
+            owner[(family[0], t)] = family
+    return dropped
 
 
 @functools.lru_cache(maxsize=1)

@@ -29,11 +29,16 @@ def write_rows(lake: Lake, table: str, rows: Sequence[dict[str, Any]]) -> int | 
     Columns follow the table's schema exactly: a missing column is null, an unknown one an error."""
     if not rows:
         return None
+    return write_table(lake, table, rows_table(table, rows))
+
+
+def rows_table(table: str, rows: Sequence[dict[str, Any]]) -> pa.Table:
+    """``rows`` as an Arrow table of ``table``'s schema, exactly as :func:`write_rows` writes them:
+    a missing column is null, an unknown one a KeyError."""
     schema = SCHEMAS[table]
-    if extra := set(rows[0]) - set(schema.names):
+    if rows and (extra := set(rows[0]) - set(schema.names)):
         raise KeyError(f"{table}: unknown columns {sorted(extra)}")
-    return write_table(lake, table, pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows],
-                                                         schema=schema))
+    return pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
 
 
 def stored_item_ids(lake: Lake, item_ids: Sequence[str]) -> set[str]:
