@@ -29,6 +29,7 @@ from flows.cli.prefect_server import on_the_temporary_server
 from flows.cli.sweep import answered_already
 from flows.sweep_run import collect_items
 from tasks.config import load_config
+from tasks.items.compact import items_table
 from tasks.lake.lake import Lake
 
 REPO = Path(__file__).resolve().parent.parent
@@ -141,7 +142,7 @@ def sweep_steps(tmp_path: Path, monkeypatch, *, known: bool = False, answered: b
         return fake
 
     monkeypatch.setattr(sweep_cli, "_known_sweep", step("known?", {"known": True} if known else None))
-    monkeypatch.setattr(sweep_cli, "check_sweep", step("items", ([{"item_id": "a"}], 0, [])))
+    monkeypatch.setattr(sweep_cli, "check_sweep", step("items", (items_table([]), 0, [])))
     monkeypatch.setattr(sweep_cli, "answered_already", step("ledger?", answered))
     monkeypatch.setattr(sweep_cli, "_print_summary", lambda summary: None)
 
