@@ -24,16 +24,15 @@ import time
 from typing import Any, Callable, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tasks import progress
 from tasks.config import Config
 from tasks.errors import ConfigError
-from tasks.items.compact import item_ids, items_table
+from tasks.items.compact import items_table
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import validate_items
 from tasks.lake.lake import Lake
-from tasks.lake.writes import stored_item_ids, write_table
+from tasks.lake.writes import write_new_items
 from tasks.models.call import CallStats
 from tasks.models.cost import Budget, BudgetExceeded
 from tasks.models.stream import Chunks, ModelStream, run_calls, run_streams
@@ -80,11 +79,8 @@ def validate_chunk(rows: list[dict[str, Any]], index: int) -> int:
 @stage_task(name="store-items", task_run_name="store-items-chunk-{index}")
 def store_items_chunk(lake: Lake, rows: pa.Table, index: int) -> int:
     """Write the chunk's items (a table of the ``items`` schema) that the lake does not hold yet
-    (items are content-addressed), as :func:`tasks.lake.writes.write_new_items` writes rows."""
-    known = stored_item_ids(lake, item_ids(rows))
-    new = rows.filter(pc.invert(pc.is_in(rows.column("item_id"), pa.array(sorted(known), pa.string()))))
-    write_table(lake, "items", new)
-    return new.num_rows
+    (items are content-addressed)."""
+    return write_new_items(lake, rows)
 
 
 @stage_task(name="call-chunk", task_run_name="call-{model}-chunk-{index}")

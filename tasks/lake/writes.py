@@ -47,12 +47,14 @@ def stored_item_ids(lake: Lake, item_ids: Sequence[str]) -> set[str]:
         "SELECT DISTINCT item_id FROM raw_items WHERE item_id IN (SELECT unnest(?::VARCHAR[]))", [list(item_ids)])}
 
 
-def write_new_items(lake: Lake, rows: Sequence[dict[str, Any]]) -> int:
-    """Append the item rows the lake does not hold yet (items are content-addressed); returns how many."""
-    known = stored_item_ids(lake, [r["item_id"] for r in rows])
-    new = [r for r in rows if r["item_id"] not in known]
-    write_rows(lake, "items", new)
-    return len(new)
+def write_new_items(lake: Lake, rows: Sequence[dict[str, Any]] | pa.Table) -> int:
+    """Append the item rows (dicts, or a table of the ``items`` schema) the lake does not hold yet
+    (items are content-addressed); returns how many."""
+    table = rows if isinstance(rows, pa.Table) else rows_table("items", rows)
+    known = stored_item_ids(lake, table.column("item_id").to_pylist())
+    new = table.filter(pc.invert(pc.is_in(table.column("item_id"), pa.array(sorted(known), pa.string()))))
+    write_table(lake, "items", new)
+    return new.num_rows
 
 
 def write_memberships(lake: Lake, dataset: str, item_ids: Sequence[str]) -> int:

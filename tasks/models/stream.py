@@ -60,11 +60,6 @@ Chunks = Sequence[tuple[int, Sequence[dict[str, Any]]]]
 ITEM_COLUMNS = ("item_id", "solver", "answer_type", "steps", "messages")
 
 
-def stream_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` cut to :data:`ITEM_COLUMNS`, the item rows a stream needs, in the same order."""
-    return [{k: r[k] for k in ITEM_COLUMNS} for r in rows]
-
-
 @dataclass
 class _Answered:
     fresh: list[Response] = field(default_factory=list)
