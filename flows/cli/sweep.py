@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import os
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator, Optional
@@ -212,6 +213,8 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
             from flows.sweep import sweep as run  # imported while the server boots
 
             preload(cfg, item_ids)
+            # What start-up imported lives as long as the process: frozen, no later collection walks it.
+            gc.freeze()
             on_server = server_up()
         else:
             from flows.sweep_run import perform_sweep
