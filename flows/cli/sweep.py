@@ -213,13 +213,14 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
             from flows.sweep import sweep as run  # imported while the server boots
 
             preload(cfg, item_ids)
-            # What start-up imported lives as long as the process: frozen, no later collection walks it.
-            gc.freeze()
             on_server = server_up()
         else:
             from flows.sweep_run import perform_sweep
 
             run = functools.partial(perform_sweep, collected=collected, answered=True)
+    # What start-up made (the imports, the configuration, the items) lives as long as the run:
+    # frozen, no later collection walks it again (tasks.environment.pace_collector).
+    gc.freeze()
     with on_server:
         return _performed(functools.partial(run, str(config) if config else None, overrides, select=select))
 
