@@ -58,6 +58,15 @@ def pace_collector() -> None:
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
+def settle_collector() -> None:
+    """Freeze every object that exists now (``gc.freeze``: no later collection walks them) when
+    :func:`pace_collector` paced this process: its start-up is over and what it made lives as long
+    as the process. Elsewhere (a test calling a command in its own process) nothing: objects
+    alive when frozen and dropped later in a cycle would never be collected."""
+    if gc.get_threshold() == COLLECTOR_THRESHOLDS:
+        gc.freeze()
+
+
 def thread_count(name: str) -> int | None:
     """The count of threads environment variable ``name`` sets, or None when it is unset or blank.
     A value that is not a whole number of 1 or more raises ConfigError naming the variable."""

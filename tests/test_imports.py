@@ -192,6 +192,18 @@ def test_the_command_paces_the_collector_before_its_imports():
     assert json.loads(result.stdout.strip().splitlines()[-1]) == list(COLLECTOR_THRESHOLDS)
 
 
+def test_only_a_paced_process_freezes_what_its_start_up_made():
+    """A sweep run by ``invarbench`` freezes its start-up's objects; one called in a process that
+    did not pace its collector (a test's) leaves them to the collector."""
+    code = ("import gc\nfrom tasks.environment import pace_collector, settle_collector\n"
+            "settle_collector()\nbefore = gc.get_freeze_count()\npace_collector()\nsettle_collector()\n"
+            "print(before, gc.get_freeze_count() > 0)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "True"]
+
+
 @pytest.mark.slow  # a command in a process of its own
 def test_the_sql_command_binds_no_query_parameter_so_never_loads_pandas(tmp_path):
     # DuckDB's Python client imports pandas (0.35 s of CPU) to bind the first query parameter of a
