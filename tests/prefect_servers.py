@@ -64,7 +64,9 @@ def temporary_server(home: Path) -> Server:
            "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+            # as the sweep's temporary server runs: under tasks.environment, its collector paced
+            [sys.executable, "-m", "tasks.environment", "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+             "--factory",
              "prefect.server.api.server:create_app", "--fd", str(sock.fileno()), "--log-level", "error",
              "--lifespan", "on"],
             env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, pass_fds=[sock.fileno()],

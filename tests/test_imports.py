@@ -151,6 +151,59 @@ def test_apply_defaults_sets_only_what_is_unset(monkeypatch):
         k: v for k, v in DEFAULTS.items() if k != "DO_NOT_TRACK"}
 
 
+PROBE = """import gc, json, os, sys
+print(json.dumps({"threshold": gc.get_threshold(), "argv": sys.argv[1:], "offline": os.environ.get("DO_NOT_TRACK"),
+                  "main": __name__}))
+sys.exit(3)
+"""
+
+
+def test_a_module_run_under_the_environment_gets_its_arguments_defaults_and_paced_collector(tmp_path):
+    """``python -m tasks.environment -m MODULE ARG...`` (how the sweep's temporary Prefect server is
+    run): the module runs as ``__main__`` with its own arguments, the offline defaults and the
+    collector's thresholds set, and its exit code is the process's (uvicorn's 3 for a taken port)."""
+    from tasks.environment import COLLECTOR_THRESHOLDS, DEFAULTS
+
+    (tmp_path / "probe.py").write_text(PROBE)
+    env = {k: v for k, v in os.environ.items() if k not in DEFAULTS}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(tmp_path)])
+    result = subprocess.run([sys.executable, "-m", "tasks.environment", "-m", "probe", "--port", "a b"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 3, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen == {"threshold": list(COLLECTOR_THRESHOLDS), "argv": ["--port", "a b"], "offline": "1",
+                    "main": "__main__"}
+    assert tuple(COLLECTOR_THRESHOLDS) != (700, 10, 10)  # Python's own: the setting must change something
+    usage = subprocess.run([sys.executable, "-m", "tasks.environment", "-m"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 1 and "usage" in usage.stderr
+
+
+def test_the_command_paces_the_collector_before_its_imports():
+    """``invarbench`` sets the collector's thresholds before a command imports Prefect, litellm
+    or Great Expectations (a third of their imports' CPU otherwise)."""
+    from tasks.environment import COLLECTOR_THRESHOLDS
+
+    code = ("import gc, sys\nsys.argv = ['invarbench', '--help']\nfrom flows.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint(list(gc.get_threshold()))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == list(COLLECTOR_THRESHOLDS)
+
+
+def test_only_a_paced_process_freezes_what_its_start_up_made():
+    """A sweep run by ``invarbench`` freezes its start-up's objects; one called in a process that
+    did not pace its collector (a test's) leaves them to the collector."""
+    code = ("import gc\nfrom tasks.environment import pace_collector, settle_collector\n"
+            "settle_collector()\nbefore = gc.get_freeze_count()\npace_collector()\nsettle_collector()\n"
+            "print(before, gc.get_freeze_count() > 0)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "True"]
+
+
 @pytest.mark.slow  # a command in a process of its own
 def test_the_sql_command_binds_no_query_parameter_so_never_loads_pandas(tmp_path):
     # DuckDB's Python client imports pandas (0.35 s of CPU) to bind the first query parameter of a

@@ -14,7 +14,7 @@ import warnings
 from flows.cli.application import app
 # Importing a command module registers its commands on ``app``, in this order in ``--help``.
 from flows.cli import sweep, items, imports, warehouse, check, refresh  # noqa: F401, I001
-from tasks.environment import apply_defaults
+from tasks.environment import apply_defaults, pace_collector
 
 __all__ = ["app", "main"]
 
@@ -25,6 +25,7 @@ def main() -> None:
     # interpreter's exit would otherwise report them under every table this CLI prints.
     warnings.filterwarnings("ignore", category=ResourceWarning)
     apply_defaults()  # before any command loads Prefect or litellm
+    pace_collector()  # before their imports, which make a third of their CPU collections otherwise
     try:
         app()
     finally:

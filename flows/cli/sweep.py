@@ -15,6 +15,7 @@ from flows.cli.application import ConfigOpt, app, console, err, fail, load, prin
 from flows.cli.prefect_server import TemporaryServer, spawn_server, start_prefect_server
 from flows.cli.progress_bars import progress_bars
 from flows.cli.stored import check_stored
+from tasks.environment import settle_collector
 from tasks.errors import ConfigError, storage_full
 from tasks.runs import stopping
 from tasks.suites.base import GeneratorError
@@ -217,6 +218,7 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
             from flows.sweep_run import perform_sweep
 
             run = functools.partial(perform_sweep, collected=collected, answered=True)
+    settle_collector()  # what start-up made (the imports, the configuration, the items) lives as long as the run
     with on_server:
         return _performed(functools.partial(run, str(config) if config else None, overrides, select=select))
 
