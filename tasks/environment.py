@@ -51,19 +51,25 @@ DEFAULTS = {
 # Collecting the youngest every 50,000 makes it about 40, none of them full; garbage cycles are
 # still collected, in larger steps.
 COLLECTOR_THRESHOLDS = (50_000, 10, 10)
+# Whether settle_collector freezes: set by pace_collector, for the process's life.
+_freeze_at_run = False
 
 
-def pace_collector() -> None:
-    """Run Python's garbage collector at :data:`COLLECTOR_THRESHOLDS` (for the rest of the process)."""
+def pace_collector(*, freeze_at_run: bool = True) -> None:
+    """Run Python's garbage collector at :data:`COLLECTOR_THRESHOLDS` (for the rest of the
+    process). ``freeze_at_run``: :func:`settle_collector` freezes (a command's own process; the
+    test suite, which calls commands in its processes, passes False)."""
+    global _freeze_at_run
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
+    _freeze_at_run = freeze_at_run
 
 
 def settle_collector() -> None:
     """Freeze every object that exists now (``gc.freeze``: no later collection walks them) when
-    :func:`pace_collector` paced this process: its start-up is over and what it made lives as long
-    as the process. Elsewhere (a test calling a command in its own process) nothing: objects
-    alive when frozen and dropped later in a cycle would never be collected."""
-    if gc.get_threshold() == COLLECTOR_THRESHOLDS:
+    :func:`pace_collector` asked for it: start-up is over and what it made lives as long as the
+    process. Elsewhere (a test calling a command in its own process) nothing: objects alive when
+    frozen and dropped later in a cycle would never be collected."""
+    if _freeze_at_run:
         gc.freeze()
 
 

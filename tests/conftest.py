@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
-from tasks.environment import apply_defaults
+from tasks.environment import apply_defaults, pace_collector
 from tasks.models import litellm_facts
 
 if TYPE_CHECKING:
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     import s3_server
 
 apply_defaults()  # the suite is an entry point: offline defaults before Prefect or litellm load
+# ... and its processes import as much as a sweep: the collector paced as the command's (8% less
+# CPU for tests/test_refresh.py's in-process tests); nothing frozen when a test runs a sweep here.
+pace_collector(freeze_at_run=False)
 
 # Tests bring their own Prefect API (the session's server, or servers they start); an exported
 # PREFECT_API_URL would point in-process sweeps at someone else's server and its limits.
