@@ -276,8 +276,10 @@ class ModelStream:
         renewer = asyncio.ensure_future(renew())
         try:
             pending = list(by_id)
+            looked_up = True  # the misses of the ledger look-up made just before (_wave)
             while pending and not self.budget.stopped and not stopping.requested():
-                got = await asyncio.to_thread(self.claims.claim, pending)
+                got = await asyncio.to_thread(self.claims.claim, pending, looked_up)
+                looked_up = False
                 out.elsewhere += got.answered
                 self.progress(len(got.answered))
                 mine = [by_id[rid] for rid in got.mine]
