@@ -176,8 +176,9 @@ class ModelStream:
 
     async def _chunk(self, rows: Sequence[dict[str, Any]]) -> None:
         """Every trial of one chunk, step by step (a chain's step k is built from step k-1's answers)."""
+        route = asdict(self.route)  # once per chunk, not per trial: asdict deep-copies
         trials = [
-            _Trial(row=row, sample_idx=s, trial_id=trial_id(row["item_id"], asdict(self.route), self.sampling, s),
+            _Trial(row=row, sample_idx=s, trial_id=trial_id(row["item_id"], route, self.sampling, s),
                    steps=step_plan(row))
             for row in rows for s in range(self.samples)
         ]
