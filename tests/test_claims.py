@@ -270,3 +270,38 @@ def test_live_claims_of_answers_as_the_view_it_replaced(tmp_path):
     assert {tuple(r.values()) for r in lake.read("SELECT * FROM live_claims")} == reference
     assert {tuple(r.values()) for r in lake.read("SELECT * FROM live_claims_of(?::VARCHAR[], now())", [asked])} == {
         r for r in reference if r[0] in asked}
+
+
+class LedgerReads:
+    """A lake whose reads of the ledger (``ledger_of``) are counted."""
+
+    def __init__(self, lake: Lake):
+        self.lake, self.ledger_reads = lake, 0
+
+    def read(self, sql, params=None):
+        self.ledger_reads += "ledger_of" in sql
+        return self.lake.read(sql, params)
+
+    def __getattr__(self, name):
+        return getattr(self.lake, name)
+
+
+def test_a_claim_after_the_stream_s_look_up_reads_the_ledger_once_and_still_sees_an_answer_made_meanwhile(tmp_path):
+    """The stream claims the misses of the look-up it has just made (looked_up): the first read of
+    the claims skips the ledger, and the read after the claims' commit still finds a request
+    answered since the look-up, which is then not this run's to send."""
+    lake = Lake(str(tmp_path / "lake"))
+    running(lake, "run-a")
+    # r1 was a miss of the look-up; its answer (another sweep's) is committed before the claim.
+    write_rows(lake, "responses", [{"response_id": "x1", "request_id": "r1", "run_id": "run-z", "model": "m",
+                                    "status": "ok", "text": "7", "created_at": now_utc()}])
+    counted = LedgerReads(lake)
+    got = Claims(counted, "run-a", 60, 0.0).claim(["r1", "r2"], looked_up=True)
+    assert got.answered == ["r1"] and got.mine == ["r2"] and got.others == []
+    assert counted.ledger_reads == 1
+    # Not after a look-up (a later round of the same requests): both reads ask the ledger, and an
+    # answered request is neither claimed nor sent.
+    counted = LedgerReads(lake)
+    got = Claims(counted, "run-a", 60, 0.0).claim(["r1", "r3"])
+    assert got.answered == ["r1"] and got.mine == ["r3"] and counted.ledger_reads == 2
+    assert lake.read("SELECT count(*) AS n FROM claims WHERE request_id = 'r1' AND run_id = 'run-a'")[0]["n"] == 1

@@ -175,3 +175,27 @@ def test_write_rows_is_readable_and_rejects_unknown_columns(tmp_path):
     assert query(con, "SELECT value FROM all_parses") == [{"value": "None"}]
     with pytest.raises(KeyError):
         write_rows(lake, "parses", [{"nope": 1}])
+
+
+def test_random_ids_are_uuid4_hex_and_a_forked_process_draws_its_own():
+    """Response ids come from a pool of random bytes (tasks.records.random_id), in uuid4().hex's form."""
+    import os
+    import uuid
+
+    from tasks.records import random_id, uuid4_hex
+
+    for raw in (bytes(16), b"\xff" * 16, bytes(range(16)), os.urandom(16)):
+        assert uuid4_hex(raw) == uuid.UUID(bytes=raw, version=4).hex
+    ids = [random_id() for _ in range(1000)]  # several refills of the pool
+    assert len(set(ids)) == len(ids)
+    assert all(len(i) == 32 and uuid.UUID(i).version == 4 and uuid.UUID(i).variant == uuid.RFC_4122 for i in ids)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first id must not be one its parent draws
+        os.write(write, random_id().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    assert len(child) == 32 and child not in {random_id() for _ in range(300)}

@@ -106,3 +106,25 @@ def test_a_sigkilled_sweep_pays_again_only_the_calls_it_had_in_flight(tmp_path):
     assert len(contents) - N_ITEMS <= in_flight, (len(contents), in_flight)
     assert lake_query(tmp_path, "SELECT count(*) AS n, count(DISTINCT request_id) AS d FROM responses "
                                 "WHERE status = 'ok'") == [{"n": N_ITEMS, "d": N_ITEMS}]
+
+
+def test_a_buffered_and_spooled_response_row_is_asdict_of_the_response(tmp_path):
+    # Response.row() stands in for dataclasses.asdict in the stream's per-response path: the same
+    # keys in the same order (the spool's JSON lines) and the same values, every field set.
+    from dataclasses import asdict, fields
+
+    values = response("q1", "error") | {"text": "partial", "cost_usd": 0.25, "finish_reason": "length"}
+    resp = Response(**values)
+    assert all(getattr(resp, f.name) is not None for f in fields(Response))
+    row = resp.row()
+    assert list(row.items()) == list(asdict(resp).items())
+    row["text"] = "changed"
+    assert resp.text == "partial"  # a row of its own: the writer's buffer never aliases the response
+    lake = Lake(str(tmp_path / "lake"))
+    writer = ResponseWriter(lake)
+    writer.add(resp)
+    assert writer.buffer == [asdict(resp)]
+    assert writer.segment is not None
+    writer.segment.close(keep=True)
+    line = writer.segment.path.read_text()
+    assert line.startswith('{"response_id": "' + values["response_id"] + '", "request_id": "q1"')

@@ -7,15 +7,27 @@ nothing here measures wall time. Prefect, DuckDB and Parquet are real; only the 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import asdict
 
 import pytest
-from conftest import TEST_CLAIM_SETTLE_S, process_env, sigkill_sweep_when, write_config
+from conftest import (
+    TEST_CLAIM_SETTLE_S,
+    fake_model_config,
+    process_env,
+    sigkill_sweep_when,
+    write_config,
+)
 from fakes import FakeProvider, FakeServer
 from lake_fixtures import spooled_ok
 
 from flows.sweep import sweep
+from tasks.config import load_config
+from tasks.items.generate import generate_task, item_row
 from tasks.lake.lake import Lake
+from tasks.models.call import trial_id
 from tasks.models.cost import BudgetExceeded
+from tasks.models.routes import route_for
+from tasks.models.stream import run_calls
 
 
 def two_model_config(tmp_path, models: dict[str, dict], n_max: int, sweep_extra: dict | None = None):
@@ -138,3 +150,20 @@ def test_resume_after_a_kill_in_the_middle_of_a_multi_model_stream(tmp_path):
     assert missing == [{"n": 0}]
     assert per_model(tmp_path, "SELECT model, count(*) AS n FROM latest_scores WHERE status = 'correct' GROUP BY model") == {
         "a": 20, "b": 20}
+
+
+def test_each_recorded_request_carries_its_trial_s_content_id(tmp_path):
+    """A trial's id hashes its item, route, sampling and sample_idx (tasks.models.call.trial_id); the
+    stream works out the route's part once per chunk, and every request it records must still
+    carry the id of its own item and sample."""
+    with FakeServer(FakeProvider()) as fake:
+        cfg = load_config(fake_model_config(tmp_path, fake.api_base, n_max=10))
+        dataset, items = generate_task("symmetry", "closure", cfg.task_params("symmetry", "closure"), 0)
+        rows = [item_row(i, dataset) for i in items]
+        run_calls(rows, "fake", cfg.model("fake"), "r1", Lake.of(cfg), samples=2, sweep=cfg.sweep)
+    model = cfg.model("fake")
+    route, sampling = asdict(route_for(model)), model.sampling()
+    want = sorted((r["item_id"], s, trial_id(r["item_id"], route, sampling, s)) for r in rows for s in range(2))
+    got = sorted((r["item_id"], r["sample_idx"], r["trial_id"]) for r in lake_query(
+        tmp_path, "SELECT item_id, sample_idx, trial_id FROM run_requests WHERE run_id = 'r1'"))
+    assert len(rows) > 1 and got == want

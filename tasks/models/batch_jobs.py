@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from tasks.lake.lake import Lake
@@ -155,7 +155,7 @@ async def collect(caller: Caller, lake: Lake, job: Any, request_ids: Sequence[st
             out.append(_line_response(caller, lines[rid], latency))
         else:
             out.append(caller.response(rid, "error", None, missing[:2000], 1, latency, None, None, None))
-    write_rows(lake, "responses", [asdict(r) for r in out])
+    write_rows(lake, "responses", [r.row() for r in out])
     return out
 
 

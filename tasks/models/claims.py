@@ -63,15 +63,17 @@ class Claims:
         """How often to look again at requests another sweep holds."""
         return max(0.2, min(5.0, self.lease_s / 10))
 
-    def _state(self, ids: Sequence[str]) -> tuple[set[str], dict[str, list[tuple[dt.datetime, str]]], bool]:
-        """What the ledger answers of ``ids``, their live claims by request, and whether another
-        run than this one is ``running``. The live claims are ``live_claims_of`` (the view
-        ``live_claims``' one definition) for ``ids`` at a time given as a value, so the read skips
-        the claims files that have expired and the responses older than the live claims."""
+    def _state(self, ids: Sequence[str], ledger: bool = True) -> tuple[set[str], dict[str, list[tuple[dt.datetime, str]]], bool]:
+        """What the ledger answers of ``ids`` (nothing read when not ``ledger``), their live claims
+        by request, and whether another run than this one is ``running``. The live claims are
+        ``live_claims_of`` (the view ``live_claims``' one definition) for ``ids`` at a time given as
+        a value, so the read skips the claims files that have expired and the responses older than
+        the live claims."""
+        answers = (f"SELECT 'ok' AS kind, request_id, NULL AS run_id, NULL AS claimed_at FROM ({USABLE_LEDGER_ROWS}) "
+                   "UNION ALL" if ledger else "")
         rows = self.lake.read(f"""
-            SELECT 'ok' AS kind, request_id, NULL AS run_id, NULL AS claimed_at FROM ({USABLE_LEDGER_ROWS})
-            UNION ALL
-            SELECT 'claim', request_id, run_id, claimed_at FROM live_claims_of($1::VARCHAR[], $3::TIMESTAMPTZ)
+            {answers}
+            SELECT 'claim' AS kind, request_id, run_id, claimed_at FROM live_claims_of($1::VARCHAR[], $3::TIMESTAMPTZ)
             UNION ALL
             (SELECT 'run', NULL, run_id, NULL FROM runs WHERE status = 'running' AND run_id <> $2 LIMIT 1)""",
                               [list(ids), self.run_id, now_utc()])
@@ -91,13 +93,19 @@ class Claims:
             {"request_id": rid, "run_id": self.run_id, "claimed_at": self.claimed_at[rid], "expires_at": expires}
             for rid in ids])
 
-    def claim(self, ids: Sequence[str]) -> ClaimResult:
+    def claim(self, ids: Sequence[str], looked_up: bool = False) -> ClaimResult:
         """Claim what no live sweep holds; after the settle pause (none for a sweep alone on a local
-        lake: the module's docstring) keep only the claims this run won."""
+        lake: the module's docstring) keep only the claims this run won.
+
+        ``looked_up``: the caller found ``ids`` unanswered in the ledger just before (the stream's
+        look-up of a chunk), so the first read here reads only the claims: a request answered
+        since is claimed, then found answered by the read after the claims' commit, as when its
+        answer lands a moment later; one held by another sweep is asked again at the next poll.
+        That read of the ledger was a scan of every responses file for the chunk's requests."""
         out = ClaimResult()
         if not ids:
             return out
-        answered, live, _ = self._state(ids)
+        answered, live, _ = self._state(ids, ledger=not looked_up)
         free = []
         for rid in ids:
             if rid in answered:

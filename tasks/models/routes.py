@@ -17,7 +17,6 @@ import logging
 import os
 import random
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -26,7 +25,7 @@ from tasks.models.config import ModelConfig
 from tasks.models.cost import prompt_token_estimate, response_cost
 from tasks.models.direct import DirectClient, Unmapped, direct_client, sampling_sent
 from tasks.models.pricing import Price, price
-from tasks.records import Request, Response, Route, now_utc
+from tasks.records import Request, Response, Route, now_utc, random_id
 from tasks.runs import stopping
 
 log = logging.getLogger("invarbench.concurrency")
@@ -371,7 +370,7 @@ class Caller:
         """A response row of this model and run, priced at ``p`` (direct and batch calls alike), with the
         provider's ``finish_reason`` when it gave one."""
         return Response(
-            response_id=uuid.uuid4().hex,
+            response_id=random_id(),
             request_id=request_id,
             run_id=self.run_id,
             model=self.name,

@@ -31,7 +31,6 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +127,7 @@ class ResponseWriter:
 
     def add(self, resp: Response) -> None:
         """Buffer one response (spooled at once); a full buffer is written at once."""
-        row = asdict(resp)
+        row = resp.row()
         if self.segment is None:
             self.segment = Spool(self.lake)
         self.segment.add(row)

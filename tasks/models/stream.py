@@ -176,8 +176,9 @@ class ModelStream:
 
     async def _chunk(self, rows: Sequence[dict[str, Any]]) -> None:
         """Every trial of one chunk, step by step (a chain's step k is built from step k-1's answers)."""
+        route = asdict(self.route)  # once per chunk, not per trial: asdict deep-copies
         trials = [
-            _Trial(row=row, sample_idx=s, trial_id=trial_id(row["item_id"], asdict(self.route), self.sampling, s),
+            _Trial(row=row, sample_idx=s, trial_id=trial_id(row["item_id"], route, self.sampling, s),
                    steps=step_plan(row))
             for row in rows for s in range(self.samples)
         ]
@@ -276,8 +277,10 @@ class ModelStream:
         renewer = asyncio.ensure_future(renew())
         try:
             pending = list(by_id)
+            looked_up = True  # the misses of the ledger look-up made just before (_wave)
             while pending and not self.budget.stopped and not stopping.requested():
-                got = await asyncio.to_thread(self.claims.claim, pending)
+                got = await asyncio.to_thread(self.claims.claim, pending, looked_up)
+                looked_up = False
                 out.elsewhere += got.answered
                 self.progress(len(got.answered))
                 mine = [by_id[rid] for rid in got.mine]
