@@ -70,9 +70,10 @@ def test_dedupe_drops_the_later_family_whole_and_says_so():
 
 @pytest.mark.parametrize("hashing", ["python", "every prompt alike"])
 def test_dedupe_of_a_table_keeps_what_dedupe_of_dicts_keeps(monkeypatch, hashing):
-    """A sweep dedupes its items as an Arrow table (tasks.items.compact), prompts compared by
-    hash first: the same rows, counts and report, whatever the hashes (equal ones are only
-    candidates, decided by the prompts' texts)."""
+    """A sweep dedupes its items as an Arrow table (tasks.items.compact), an export as dicts,
+    both through one decision, prompts compared by hash first: the same rows, counts and report
+    from either entry point, whatever the hashes (equal ones are only candidates, decided by the
+    prompts' texts); the dicts kept are those given, not copies."""
     from tasks.items import validate
     from tasks.items.compact import items_table
 
@@ -88,6 +89,7 @@ def test_dedupe_of_a_table_keeps_what_dedupe_of_dicts_keeps(monkeypatch, hashing
     table, identical, dropped = validate.dedupe_table(items_table(rows))
     kept, *expected = dedupe(rows)
     assert [r["item_id"] for r in table.to_pylist()] == [r["item_id"] for r in kept]
+    assert [id(r) for r in kept] == [id(rows[i]) for i in (0, 1, 4, 5, 6, 7, 8, 10)]
     assert [identical, dropped] == expected and identical == 1 and len(dropped) == 1
     assert validate.dedupe_table(items_table(kept))[0].num_rows == len(kept)
 

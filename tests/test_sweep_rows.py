@@ -143,3 +143,64 @@ def test_validation_keeps_no_chunk_in_great_expectations_context():
     with pytest.raises(validate.ValidationFailed):
         validate.validate_items([{**rows[0], "gold": None}, *rows[1:]], batch_name="kept_1")
     assert not [name for name in validate._context().data_sources.all() if name.startswith("invarbench_kept")]
+
+
+def counted_generation(monkeypatch) -> list[str]:
+    """The tasks whose items the sweep generates from here on, one entry per generation."""
+    generated: list[str] = []
+    generate = sweep_run.generate_items
+
+    def counting(suite, task_name, *rest):
+        generated.append(f"{suite}.{task_name}")
+        return generate(suite, task_name, *rest)
+
+    monkeypatch.setattr(sweep_run, "generate_items", counting)
+    return generated
+
+
+def stored_items(warehouse) -> list[dict]:
+    return Lake(str(warehouse / "lake")).read("SELECT * EXCLUDE (created_at) FROM items ORDER BY item_id")
+
+
+def test_the_flow_takes_the_items_the_cli_collected(tmp_path, monkeypatch):
+    """``invarbench sweep`` collects the items to check the generators before Prefect starts; the
+    ``sweep`` flow it then runs in this process takes them (flows.sweep_run.hand_over) instead of
+    generating them again, and stores what a flow that collects its own items stores."""
+    from typer.testing import CliRunner
+
+    import flows.cli.sweep as sweep_cli
+    from flows.cli.application import app
+    from flows.sweep import sweep
+
+    generated = counted_generation(monkeypatch)
+    monkeypatch.setattr(sweep_run, "run_models", lambda lake, chunks, cfg, *rest: {m: CallStats() for m in cfg.sweep.models})
+    monkeypatch.setattr(sweep_cli, "spawn_server", lambda: None)
+    # the flow in this process, on the tests' Prefect server (no temporary server, no preload)
+    monkeypatch.setattr(sweep_cli, "_run_sweep", lambda config, overrides, select, *rest: sweep(
+        str(config), overrides, select=select))
+    monkeypatch.setattr(sweep_cli, "_print_summary", lambda summary: None)
+    (tmp_path / "cli").mkdir()
+    result = CliRunner().invoke(app, ["sweep", "--config", str(fake_model_config(tmp_path / "cli", "http://127.0.0.1:9/v1"))])
+    assert result.exit_code == 0, result.output
+    assert generated == ["symmetry.closure"]  # by the CLI's check only
+    assert sweep_run._HANDED == []
+
+    (tmp_path / "flow").mkdir()  # a flow run of its own (another process's: nothing handed over)
+    assert sweep(str(fake_model_config(tmp_path / "flow", "http://127.0.0.1:9/v1")))["items"] == 5
+    assert generated == ["symmetry.closure"] * 2
+    assert stored_items(tmp_path / "cli" / "wh") == stored_items(tmp_path / "flow" / "wh") != []
+
+
+def test_items_handed_over_for_another_configuration_are_collected_again(tmp_path, monkeypatch):
+    cfg = load_config(str(fake_model_config(tmp_path, "http://127.0.0.1:9/v1", sweep_extra={"batch_size": 2})))
+    other = load_config(str(fake_model_config(tmp_path, "http://127.0.0.1:9/v1", sweep_extra={"seed": 1})))
+    collected = sweep_run.collect_items(cfg)
+    generated = counted_generation(monkeypatch)
+    sweep_run.hand_over(other, collected)
+    again = sweep_run.prepare_items(cfg)
+    assert generated == ["symmetry.closure"] and sweep_run._HANDED == []  # collected; the hand-over dropped
+    sweep_run.hand_over(cfg, collected)
+    taken = sweep_run.prepare_items(cfg)
+    assert generated == ["symmetry.closure"] and sweep_run._HANDED == []  # taken, once
+    assert [unpack(c).drop(["created_at"]) for c in taken[2]] == [unpack(c).drop(["created_at"]) for c in again[2]]
+    assert taken[0] == again[0] == 5

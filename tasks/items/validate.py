@@ -38,26 +38,47 @@ def dedupe(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, l
     appearance, a family is kept only when none of its prompts belongs to a family kept before
     it in the same suite; otherwise the whole family is dropped and reported as a dict (suite,
     task, family_id, duplicate_of_task, duplicate_of_family, prompt).
+
+    Dict rows (an export's) are decided as :func:`dedupe_table` decides a sweep's table, by the
+    same code: the rows kept are the dicts given, in order.
     """
-    families = [_family(r) for r in rows]
-    unique = _unique([r["item_id"] for r in rows])
-    dropped = _repeated_families(unique, families, [r["prompt"] for r in rows])
-    gone = {(d["suite"], d["task"], d["family_id"]) for d in dropped}
-    return [rows[i] for i in unique if families[i] not in gone], len(rows) - len(unique), dropped
+    import pyarrow as pa
+
+    columns = pa.table({c: pa.array([r[c] for r in rows], pa.string()) for c in _DEDUPE_COLUMNS})
+    kept, identical, dropped = _kept(columns)
+    return [rows[i] for i in kept], identical, dropped
 
 
 def dedupe_table(table: Any) -> tuple[Any, int, list[dict[str, Any]]]:
     """:func:`dedupe` of item rows held as an Arrow table (tasks.items.compact): the same rows
-    kept, in the same order, read a slice at a time. Prompts are held as hashes only; the few
-    families that share a hash with another family of their suite are then decided by their
-    prompts' texts, exactly as :func:`dedupe` decides (a family that shares no prompt with another
-    is kept whatever the others do)."""
+    kept, in the same order, and the table itself when none is dropped."""
+    import pyarrow as pa
+
+    kept, identical, dropped = _kept(table)
+    if len(kept) == table.num_rows:
+        return table, identical, dropped
+    mask = [False] * table.num_rows
+    for i in kept:
+        mask[i] = True
+    return table.filter(pa.array(mask)), identical, dropped  # filter keeps the table's slices
+
+
+# The columns that decide what :func:`dedupe` keeps.
+_DEDUPE_COLUMNS = ("item_id", "suite", "task", "family_id", "prompt")
+
+
+def _kept(table: Any) -> tuple[list[int], int, list[dict[str, Any]]]:
+    """What :func:`dedupe` keeps of ``table``'s rows: their positions, how many identical items
+    were dropped, and the families dropped. Read a slice at a time, prompts held as hashes only;
+    the few families that share a hash with another family of their suite are then decided by
+    their prompts' texts (a family that shares no prompt with another is kept whatever the
+    others do)."""
     import pyarrow as pa
 
     ids: list[str] = []
     families: list[tuple[str, str, str]] = []
     hashes: list[int] = []
-    for batch in table.select(["item_id", "suite", "task", "family_id", "prompt"]).to_batches(max_chunksize=1_000):
+    for batch in table.select(list(_DEDUPE_COLUMNS)).to_batches(max_chunksize=1_000):
         for item_id, suite, task, family_id, prompt in zip(*(c.to_pylist() for c in batch.columns)):
             ids.append(item_id)
             families.append((suite, task, family_id))
@@ -69,16 +90,9 @@ def dedupe_table(table: Any) -> tuple[Any, int, list[dict[str, Any]]]:
     shared = {f for fams in of_hash.values() if len(fams) > 1 for f in fams}  # equal hash: maybe one prompt
     candidates = [i for i in unique if families[i] in shared]
     texts = table.column("prompt").take(pa.array(candidates, pa.int64())).to_pylist() if candidates else []
-    prompts = dict(zip(candidates, texts))
-    dropped = _repeated_families(candidates, families, prompts)
+    dropped = _repeated_families(candidates, families, dict(zip(candidates, texts)))
     gone = {(d["suite"], d["task"], d["family_id"]) for d in dropped}
-    kept = [i for i in unique if families[i] not in gone]
-    if len(kept) == table.num_rows:
-        return table, len(ids) - len(unique), dropped
-    mask = [False] * table.num_rows
-    for i in kept:
-        mask[i] = True
-    return table.filter(pa.array(mask)), len(ids) - len(unique), dropped  # filter keeps the table's slices
+    return [i for i in unique if families[i] not in gone], len(ids) - len(unique), dropped
 
 
 def _unique(ids: Sequence[str]) -> list[int]:
