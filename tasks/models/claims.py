@@ -67,8 +67,7 @@ class Claims:
         """What the ledger answers of ``ids`` (nothing read when not ``ledger``), their live claims
         by request, and whether another run than this one is ``running``. The live claims are
         ``live_claims_of`` (the view ``live_claims``' one definition) for ``ids`` at a time given as
-        a value, so the read skips the claims files that have expired and the responses older than
-        the live claims."""
+        a value, so the read skips the responses older than the live claims."""
         answers = (f"SELECT 'ok' AS kind, request_id, NULL AS run_id, NULL AS claimed_at FROM ({USABLE_LEDGER_ROWS}) "
                    "UNION ALL" if ledger else "")
         rows = self.lake.read(f"""
