@@ -9,11 +9,34 @@ reported in one line with the columns the file has.
 
 from __future__ import annotations
 
+import csv
+import io
 from typing import Collection, Mapping, Sequence
 
 
 class ColumnError(ValueError):
     """The columns of a file do not give what an importer needs; the message is one line."""
+
+
+def csv_lines(text: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """The header row of CSV ``text`` and each later line with a value, as (its line number,
+    {column: cell}); a short line leaves its last columns out. A line with more fields than the
+    header, or text that is not CSV, raises ColumnError naming the line: written by hand, the
+    first is most often a cell that holds a comma without double quotes around it."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, [])
+        lines = []
+        for fields in reader:
+            if not any(f.strip() for f in fields):
+                continue
+            if len(fields) > len(header):
+                raise ColumnError(f"line {reader.line_num}: {len(fields)} fields, the header has {len(header)} "
+                                  "(a cell that holds a comma must be in double quotes)")
+            lines.append((reader.line_num, dict(zip(header, fields))))
+    except csv.Error as exc:
+        raise ColumnError(f"line {reader.line_num}: not valid CSV ({exc})") from None
+    return header, lines
 
 
 def column_key(name: str) -> str:

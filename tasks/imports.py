@@ -67,8 +67,6 @@ file, an undecodable row or an empty gold raises :class:`ImportRejected` naming 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
@@ -77,7 +75,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks.columns import ColumnError, match_columns
+from tasks.columns import ColumnError, csv_lines, match_columns
 from tasks.import_plan import ImportPlan
 from tasks.items.generate import dataset_id, item_row
 from tasks.items.validate import ValidationFailed, validate_items
@@ -134,19 +132,12 @@ def _csv_rows(path: Path) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         raise ImportRejected(f"{path}: line {line}: not valid UTF-8") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        header = next(reader, [])
-        rows = []
-        for fields in reader:
-            where = f"line {reader.line_num}"
-            if not any(f.strip() for f in fields):
-                continue
-            if len(fields) > len(header):
-                raise ImportRejected(f"{path}: {where}: {len(fields)} fields, the header has {len(header)}")
-            rows.append((where, dict(zip(header, fields))))  # a short line leaves its last columns missing
-    except csv.Error as exc:
-        raise ImportRejected(f"{path}: line {reader.line_num}: not valid CSV ({exc})") from None
+        header, lines = csv_lines(text)
+    except ColumnError as exc:
+        raise ImportRejected(f"{path}: {exc}") from None
+    # a short line leaves its last columns missing
+    rows = [(f"line {n}", values) for n, values in lines]
     return header, rows
 
 

@@ -65,6 +65,13 @@ def test_malformed_file_exits_2_and_stores_nothing(tmp_path):
     unparsable.write_text(CSV.replace("sqrt(2)", "about two"), encoding="utf-8")
     result = run_cli("import-families", str(unparsable), "--config", str(cfg))
     assert result.returncode == 2 and "row 2" in result.stderr and "answer" in result.stderr
+    # written by hand: a coordinate "A(0,0)" in a cell without double quotes splits it
+    unquoted = tmp_path / "unquoted.csv"
+    unquoted.write_text("id,category,euclid,coord,vector,answer\ng1,长度,求AB的长。,已知A(0,0)，B(3,3)，求|AB|。,"
+                        "已知向量a=(3,3)，求|a|。,3√2\n", encoding="utf-8")
+    result = run_cli("import-families", str(unquoted), "--config", str(cfg))
+    assert result.returncode == 2, result.stderr
+    assert "line 2: 9 fields, the header has 6" in result.stderr and "double quotes" in result.stderr
     assert lake_files(tmp_path / "wh") == []
 
 

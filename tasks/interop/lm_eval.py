@@ -20,13 +20,12 @@ text field of the document are matched against the stored items' prompts
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from tasks.columns import csv_lines
 from tasks.imports import ImportRejected
 from tasks.interop.mapping import Sample
 
@@ -163,8 +162,8 @@ def read_mapping(path: Path) -> dict[tuple[str, str], str]:
     list of objects) with ``task``, ``doc_id`` or ``doc_hash``, and ``item_id``."""
     try:
         text = path.read_text(encoding="utf-8-sig")
-        rows = list(csv.DictReader(io.StringIO(text))) if path.suffix.lower() == ".csv" else json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError, csv.Error) as exc:
+        rows = [values for _, values in csv_lines(text)[1]] if path.suffix.lower() == ".csv" else json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ColumnError is a ValueError
         raise ImportRejected(f"--mapping {path}: not readable ({exc})") from None
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise ImportRejected(f"--mapping {path}: expected rows of task, doc_id or doc_hash, item_id")

@@ -33,14 +33,13 @@ records; for CSV, the header is not a record) with its id, and the column.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from tasks.columns import ColumnError, match_columns
+from tasks.columns import ColumnError, csv_lines, match_columns
 from tasks.records import Item
 from tasks.scoring.parse.math_expression import canonical, halfwidth
 from tasks.suites.base import TaskSpec, bins_from_edges, family_id, find_bin
@@ -123,7 +122,10 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportFamiliesError(f"{path}: cannot read: {exc}") from exc
     if suffix == ".csv":
-        return list(csv.DictReader(text.splitlines()))
+        try:
+            return [values for _, values in csv_lines(text)[1]]
+        except ColumnError as exc:
+            raise ImportFamiliesError(f"{path}: {exc}") from None
     if suffix in (".jsonl", ".ndjson"):
         rows = []
         for n, line in enumerate(text.splitlines(), 1):
