@@ -22,21 +22,25 @@ from tasks.lake.writes import write_new_items
 EXPORTERS = {"inspect": export_inspect}
 
 
-def selected_rows(cfg: Config) -> list[dict[str, Any]]:
-    """Item rows of what ``cfg`` (already narrowed by :meth:`Config.select`) runs, deduplicated."""
+def selected_rows(cfg: Config) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Item rows of what ``cfg`` (already narrowed by :meth:`Config.select`) runs, deduplicated,
+    and the families dropped for repeating a prompt of another (:func:`dedupe`)."""
     rows: list[dict[str, Any]] = []
     for suite, task in cfg.selected_tasks():
         dataset, items = generate_task(suite, task, cfg.task_params(suite, task), cfg.sweep.seed)
         rows.extend(item_row(i, dataset) for i in items)
     if cfg.sweep.datasets:
         rows.extend(load_datasets.fn(Lake.of(cfg), cfg.sweep.datasets))
-    return dedupe(rows)[0]
+    kept, _, dropped = dedupe(rows)
+    return kept, dropped
 
 
 def export_items(cfg: Config, fmt: str, out: Path) -> dict[str, Any]:
-    """Validate, store and write the selected items in ``fmt``; returns counts. Raises
-    ValidationFailed, ConfigError or GeneratorError before anything is written."""
-    rows = selected_rows(cfg)
+    """Validate, store and write the selected items in ``fmt``; returns counts and the families
+    dropped for repeating a prompt of another (``dropped_families``, as a sweep drops them).
+    Raises ValidationFailed, ConfigError or GeneratorError before anything is written."""
+    rows, dropped = selected_rows(cfg)
     validate_items(rows, batch_name="export", distinct_problems=True)
     stored = write_new_items(Lake.of(cfg), rows)
-    return {**EXPORTERS[fmt](rows, out), "items": len(rows), "stored": stored, "out": str(out)}
+    return {**EXPORTERS[fmt](rows, out), "items": len(rows), "stored": stored, "out": str(out),
+            "dropped_families": dropped}

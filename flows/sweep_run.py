@@ -42,7 +42,7 @@ from tasks.items.compact import (
     unpack,
 )
 from tasks.items.features import add_features
-from tasks.items.validate import dedupe_table
+from tasks.items.validate import dedupe_table, dropped_family
 from tasks.lake.lake import Lake
 from tasks.lake.writes import stored_item_ids
 from tasks.models import embedded
@@ -234,9 +234,7 @@ def prepare_items(cfg: Config, collected: Collected | None = None) -> Prepared:
     table, identical, dropped_families = collected or _handed(cfg) or collect_items(cfg)
     del collected  # the chunks hold the rows from here: each validated one is replaced by its copy
     for d in dropped_families:
-        logger.warning("dropped family %s of %s.%s: it repeats a prompt of family %s of %s.%s",
-                       d["family_id"], d["suite"], d["task"], d["duplicate_of_family"], d["suite"],
-                       d["duplicate_of_task"])
+        logger.warning("%s", dropped_family(d))
     n_items, chunks = table.num_rows, table_chunks(table, cfg.sweep.batch_size)
     # Items are content-addressed: a chunk the lake already holds whole passed validation when it
     # was stored, so only chunks with a new item are checked (and Great Expectations is imported).

@@ -72,6 +72,31 @@ def test_export_writes_an_inspect_dataset_and_task(tmp_path):
     assert (tmp_path / "chain" / "dataset.jsonl").read_text(encoding="utf-8") == ""
 
 
+def test_export_drops_and_names_a_family_that_repeats_another_ones_problem(tmp_path):
+    """A parallel set written elsewhere may hold one problem twice under two ids (an import keeps
+    the file as it is): the export writes it once, as a sweep runs it, and says which it dropped."""
+    from conftest import write_config
+
+    geo = tmp_path / "geo sets" / "geo.csv"
+    geo.parent.mkdir()
+    first = '在直角三角形ABC中，∠C=90°，AC=3，BC=3，求AB的长。,"已知A(0,0)，B(3,3)，求|AB|。","已知向量a=(3,3)，求|a|。",3√2'
+    geo.write_text("\ufeffID , Category ,Euclid,Coord,Vector,Answer\n"
+                   f"g1,长度,{first}\n"
+                   'g2,面积,正方形ABCD的边长为２，求其面积。,"已知A(0,0)，B(2,0)，C(2,2)，D(0,2)，求四边形ABCD的面积。",'
+                   '"已知向量AB=(2,0)，AD=(0,2)，求以AB、AD为邻边的平行四边形面积。",４\n'
+                   f"g1-copy,长度,{first}\n", encoding="utf-8")
+    config = write_config(tmp_path / "c.toml", {"warehouse": {"path": str(tmp_path / "wh")}, "sweep": {"models": []}})
+    imported = invoke("import-families", geo, "-c", config)
+    assert imported.exit_code == 0, imported.output
+    [dataset] = re.findall(r"as dataset (\w+)", imported.output)
+    out = tmp_path / "out"
+    result = invoke("export", "--format", "inspect", "--dataset", dataset, "--out", out, "-c", config)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(x) for x in (out / "dataset.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 6 and len({x["metadata"]["family_id"] for x in lines}) == 2
+    assert len(re.findall(r"dropped family \w+ of geometry\.imported: it repeats a prompt of family", result.said)) == 1
+
+
 @pytest.mark.parametrize("args, message", [
     (["--format", "csv"], "--format: unknown format 'csv'"),
     (["--format", "inspect", "--suite", "nope"], "nope"),

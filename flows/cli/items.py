@@ -67,7 +67,7 @@ def export(
     """Write the items a sweep would run (or the selection) for another tool, and store them so
     that `import-responses --format FMT` maps the tool's results back to them."""
     from flows.export import EXPORTERS, export_items
-    from tasks.items.validate import ValidationFailed
+    from tasks.items.validate import ValidationFailed, dropped_family
 
     if fmt not in EXPORTERS:
         fail(f"--format: unknown format {fmt!r}; expected one of {', '.join(EXPORTERS)}")
@@ -83,6 +83,8 @@ def export(
     console.print(f"wrote {summary['written']} items to {out} (dataset.jsonl, task.py); {summary['stored']} "
                   f"new in the warehouse\nrun them: inspect eval {out / 'task.py'} --model PROVIDER/MODEL",
                   highlight=False)
+    for d in summary["dropped_families"]:
+        err.print(dropped_family(d), style="yellow", highlight=False)
     if summary["left_out"]:
         err.print(f"{summary['left_out']} multi-call (chain) item(s) left out: Inspect's generate() "
                   "makes one call per sample", style="yellow", highlight=False)

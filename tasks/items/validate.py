@@ -95,6 +95,12 @@ def _kept(table: Any) -> tuple[list[int], int, list[dict[str, Any]]]:
     return [i for i in unique if families[i] not in gone], len(ids) - len(unique), dropped
 
 
+def dropped_family(d: dict[str, Any]) -> str:
+    """What a sweep and an export say of a family :func:`dedupe` dropped (one of its dicts)."""
+    return (f"dropped family {d['family_id']} of {d['suite']}.{d['task']}: it repeats a prompt of family "
+            f"{d['duplicate_of_family']} of {d['suite']}.{d['duplicate_of_task']}")
+
+
 def _unique(ids: Sequence[str]) -> list[int]:
     """The positions of the first row of each ``item_id``, in order."""
     seen: set[str] = set()
