@@ -227,9 +227,10 @@ Prepared = tuple[int, dict[int, pa.Buffer], list[pa.Buffer], list[dict[str, Any]
 def prepare_items(cfg: Config, collected: Collected | None = None) -> Prepared:
     """The run's items (``collected``, else those handed over: :func:`hand_over`, else
     :func:`collect_items`), validated chunk by chunk (the chunks with an item the lake does not
-    hold, given their surface features) before anything is written. Returns how many items, those chunks by number, every chunk (each a table of the
-    ``items`` schema, packed: tasks.items.compact.pack; a validated one with its features) and
-    the families dropped for repeating a prompt of another."""
+    hold, given their surface features) before anything is written. Returns how many items,
+    those chunks by number, every chunk (each a table of the ``items`` schema, packed:
+    tasks.items.compact.pack; a validated one with its features) and the families dropped for
+    repeating a prompt of another."""
     logger = run_logger()
     table, identical, dropped_families = collected or _handed(cfg) or collect_items(cfg)
     del collected  # the chunks hold the rows from here: each validated one is replaced by its copy
@@ -368,8 +369,9 @@ def perform_sweep(config_path: str | None = None, overrides: dict[str, Any] | No
     With ``dispatch`` (inside a flow run only), each (model, chunk) unit runs as a flow run of the
     ``sweep-unit`` deployment that any worker on the pool may pick up (:mod:`flows.unit`); without
     it, here. ``collected``: the items, when the caller has collected them already
-    (:func:`collect_items`; the CLI hands a flow run its items over instead, :func:`hand_over`). ``answered``: the caller found every answer in the ledger; the calls,
-    parses and scores then take chunks of at least :data:`ANSWERED_CHUNK` items (bench/results.md,
+    (:func:`collect_items`; the CLI hands a flow run its items over instead, :func:`hand_over`).
+    ``answered``: the caller found every answer in the ledger; the calls, parses and scores
+    then take chunks of at least :data:`ANSWERED_CHUNK` items (bench/results.md,
     "Cached sweep at 200,000 items"); the rows are the same. Inside a flow run the summary is also
     its ``sweep-summary`` artifact.
     """

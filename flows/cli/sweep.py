@@ -208,8 +208,8 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
     """The sweep, as the ``sweep`` flow; or, when every answer is in the ledger (``answered``),
     without Prefect: neither its import nor its temporary server (most of such a sweep's time),
     and no flow run (docs/operations.md). ``collected``: the items (None for the flow, which
-    takes them from :func:`flows.sweep_run.hand_over`); ``item_ids``: their ids; ``early``: the temporary server spawned
-    already (:func:`flows.cli.prefect_server.spawn_server`)."""
+    takes them from :func:`flows.sweep_run.hand_over`); ``item_ids``: their ids; ``early``: the
+    temporary server spawned already (:func:`flows.cli.prefect_server.spawn_server`)."""
     on_server: ContextManager[object] = contextlib.nullcontext()
     # Start-up (seconds of imports and the server's boot) has nothing in flight: a signal ends it at once.
     with stopping.interruptible():
