@@ -102,16 +102,8 @@ def sweep(
     Without --suite, --task or --dataset the configuration says what runs; with any of them, only
     what they name runs.
     """
-    overrides: dict[str, Any] = {}
+    overrides = _overrides(models, samples, warehouse, batch_size)
     select = {"suites": list(suite or []), "tasks": list(task or []), "datasets": list(dataset or [])}
-    if models:
-        overrides.setdefault("sweep", {})["models"] = [m.strip() for m in models.split(",") if m.strip()]
-    if samples is not None:
-        overrides.setdefault("sweep", {})["samples"] = samples
-    if batch_size is not None:
-        overrides.setdefault("sweep", {})["batch_size"] = batch_size
-    if warehouse:
-        overrides["warehouse"] = {"path": warehouse}
     cfg = sweep_config(config, overrides, select)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # this process's Prefect and its server's
     # Prefect's temporary server boots (about 3 s of CPU, a cold sweep's critical path) in its own
@@ -145,6 +137,22 @@ def sweep(
     elif early is not None:
         early.discard()
     _print_summary(summary)
+
+
+def _overrides(models: Optional[str], samples: Optional[int], warehouse: Optional[str],
+               batch_size: Optional[int]) -> dict[str, Any]:
+    """The configuration's values the command's options override (the shape of the file's tables)."""
+    sweep: dict[str, Any] = {}
+    if models:
+        sweep["models"] = [m.strip() for m in models.split(",") if m.strip()]
+    if samples is not None:
+        sweep["samples"] = samples
+    if batch_size is not None:
+        sweep["batch_size"] = batch_size
+    overrides: dict[str, Any] = {"sweep": sweep} if sweep else {}
+    if warehouse:
+        overrides["warehouse"] = {"path": warehouse}
+    return overrides
 
 
 def _known_sweep(cfg: Any) -> Optional[dict[str, Any]]:
