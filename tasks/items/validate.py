@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from tasks.scoring.parse import ANSWER_TYPES
 
@@ -113,7 +113,7 @@ def _unique(ids: Sequence[str]) -> list[int]:
 
 
 def _repeated_families(rows: Sequence[int], families: Sequence[tuple[str, str, str]],
-                       prompts: Sequence[str] | dict[int, str]) -> list[dict[str, Any]]:
+                       prompts: Mapping[int, str]) -> list[dict[str, Any]]:
     """The families of ``rows`` (positions into ``families`` and ``prompts``) that :func:`dedupe`
     drops, in order of first appearance."""
     texts_of: dict[tuple[str, str, str], list[str]] = {}
