@@ -72,6 +72,7 @@ def test_malformed_file_exits_2_and_stores_nothing(tmp_path):
     result = run_cli("import-families", str(unquoted), "--config", str(cfg))
     assert result.returncode == 2, result.stderr
     assert "line 2: 9 fields, the header has 6" in result.stderr and "double quotes" in result.stderr
+    assert result.stderr.count("unquoted.csv") == 1, result.stderr  # the file named once
     assert lake_files(tmp_path / "wh") == []
 
 

@@ -114,37 +114,38 @@ def load_families(path: str | Path, prompt_styles: Sequence[str] = ("direct",)) 
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a ``.json``, ``.jsonl``/``.ndjson`` or ``.csv`` file, as dicts."""
+    """The records of a ``.json``, ``.jsonl``/``.ndjson`` or ``.csv`` file, as dicts. Its errors
+    do not repeat the file's name, which the one command that reads it gives (flows.cli.imports)."""
     path = Path(path)
     suffix = path.suffix.lower()
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFamiliesError(f"{path}: cannot read: {exc}") from exc
+        raise ImportFamiliesError(f"cannot read: {exc}") from exc
     if suffix == ".csv":
         try:
             return [values for _, values in csv_lines(text)[1]]
         except ColumnError as exc:
-            raise ImportFamiliesError(f"{path}: {exc}") from None
+            raise ImportFamiliesError(str(exc)) from None
     if suffix in (".jsonl", ".ndjson"):
         rows = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                rows.append(_json(line, f"{path}: line {n}"))
+                rows.append(_json(line, f"line {n}: "))
         return rows
     if suffix == ".json":
-        rows = _json(text, str(path))
+        rows = _json(text, "")
         if not isinstance(rows, list):
-            raise ImportFamiliesError(f"{path}: expected a JSON list of objects, got {type(rows).__name__}")
+            raise ImportFamiliesError(f"expected a JSON list of objects, got {type(rows).__name__}")
         return rows
-    raise ImportFamiliesError(f"{path}: unknown file type {suffix!r}; expected .json, .jsonl, .ndjson or .csv")
+    raise ImportFamiliesError(f"unknown file type {suffix!r}; expected .json, .jsonl, .ndjson or .csv")
 
 
 def _json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ImportFamiliesError(f"{where}: invalid JSON: {exc}") from exc
+        raise ImportFamiliesError(f"{where}invalid JSON: {exc}") from exc
 
 
 def canonical_columns(rows: Sequence[Any]) -> list[Any]:
