@@ -307,10 +307,11 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
         if budget:
             raise BudgetExceeded(budget)  # after every model ended: what was answered is parsed and scored
 
-        catalog = lifecycle.rebuild_catalog(cfg)
-        # Every other model has had its turn; what the dead worker had answered is stored.
-        embedded.check_crashes(crashes_before)
-        summary = summarize(cfg, run, n_items, dropped_families, per_model, totals, catalog)
+        # The summary is read while the catalog is rebuilt (in a thread: lifecycle.rebuilding_catalog).
+        with lifecycle.rebuilding_catalog(cfg) as catalog:
+            # Every other model has had its turn; what the dead worker had answered is stored.
+            embedded.check_crashes(crashes_before)
+            summary = summarize(cfg, run, n_items, dropped_families, per_model, totals, catalog)
         # A run whose batch jobs are still running is not done: the next sweep collects them.
         if totals.waiting:
             run.wait(f"{totals.waiting} request(s) wait in provider batch jobs; the next sweep collects them",

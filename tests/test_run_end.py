@@ -1,10 +1,16 @@
-"""The end of a run (tasks.runs.lifecycle.rebuild_catalog): the materialised views refreshed
-reading the lake's tables once, then the catalog built over the lake's tables and currency read
-once, on the lake the refresh made (the lake's shared DuckDB, which another thread may hold, not taken)."""
+"""The end of a run (tasks.runs.lifecycle.rebuilding_catalog): the materialised views refreshed,
+then the catalog checked and rebuilt in a thread while the run reads its summary; its error raised
+when the block ends; the catalog built over the lake's tables and currency read once, and on the
+lake the refresh made (the lake's shared DuckDB, which another thread may hold, not taken)."""
 
 from __future__ import annotations
 
+import logging
+import threading
+
+import duckdb
 import pytest
+from conftest import open_catalog_file
 
 from tasks.config import load_config
 from tasks.lake import catalog as catalog_module
@@ -12,6 +18,7 @@ from tasks.lake import refresh as refresh_module
 from tasks.lake.engine import connect
 from tasks.lake.lake import Lake
 from tasks.lake.refresh import refresh
+from tasks.runs import lifecycle
 from tasks.runs.lifecycle import Run, new_run_id
 
 
@@ -22,6 +29,54 @@ def cfg(tmp_path):
     run.start(n_items=1)
     run.finish()
     return cfg
+
+
+def test_the_catalog_is_rebuilt_while_the_block_reads_the_refreshed_lake(cfg, monkeypatch):
+    real, seen = catalog_module.ensure_catalog, {}
+    block_ran = threading.Event()
+
+    def ensure_catalog(catalog, lake, con=None):
+        # The block runs meanwhile: done one after the other, this would wait in vain.
+        seen["during the block"] = block_ran.wait(timeout=30)
+        seen["thread"] = threading.current_thread()
+        real(catalog, lake, con)
+
+    monkeypatch.setattr(lifecycle, "ensure_catalog", ensure_catalog)
+    with lifecycle.rebuilding_catalog(cfg) as catalog:
+        try:  # the refresh is done: its mark is in the lake
+            assert Lake.of(cfg).read("SELECT count(*) AS n FROM lake.main.refreshes") == [{"n": 1}]
+        finally:
+            block_ran.set()
+    assert seen["during the block"] and seen["thread"] is not threading.main_thread()
+    assert catalog == cfg.catalog_path
+    con = open_catalog_file(cfg.warehouse_path)  # done when the block ends, and opens as a user's shell does
+    try:
+        assert con.execute("SELECT status FROM runs").fetchall() == [("completed",)]
+    finally:
+        con.close()
+
+
+def test_the_catalog_s_error_is_raised_when_the_block_ends_and_the_block_s_own_first(cfg, monkeypatch, caplog):
+    def broken(catalog, lake, con=None):
+        raise duckdb.BinderException("a view that does not bind")
+
+    monkeypatch.setattr(lifecycle, "ensure_catalog", broken)
+    ran = []
+    with pytest.raises(duckdb.BinderException, match="does not bind"):
+        with lifecycle.rebuilding_catalog(cfg):
+            ran.append(1)
+    assert ran == [1]
+    with pytest.raises(RuntimeError, match="the block's"):
+        with lifecycle.rebuilding_catalog(cfg):
+            raise RuntimeError("the block's")
+
+    def held(catalog, lake, con=None):
+        raise duckdb.IOException("Could not set lock on file: held by a user's shell")
+
+    monkeypatch.setattr(lifecycle, "ensure_catalog", held)
+    with caplog.at_level(logging.WARNING, logger="tasks.runs.lifecycle"):
+        assert lifecycle.rebuild_catalog(cfg) == cfg.catalog_path  # the run is not failed by it
+    assert "not rebuilt" in caplog.text
 
 
 def test_the_catalog_is_built_on_the_refreshed_lake_reading_its_tables_and_currency_once(cfg, monkeypatch):
