@@ -122,3 +122,41 @@ def test_a_refresh_reads_the_lake_s_tables_from_its_catalog_once(tmp_path, monke
     monkeypatch.setattr("tasks.lake.lake.ducklake.lake_tables", lake_tables)
     assert refresh(lake)["full"]  # a new lake's first refresh
     assert len(read) == 1
+
+
+class _Recording:
+    """A DuckDB connection whose ``execute`` first runs ``before(sql)``."""
+
+    def __init__(self, con, before):
+        self._con, self._before = con, before
+
+    def execute(self, sql, *args, **kwargs):
+        self._before(sql)
+        return self._con.execute(sql, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+def test_a_first_build_computes_each_table_from_the_tables_built_before_it(cfg):
+    """Each materialised table of a new lake's first refresh is computed from the tables built
+    before it in the transaction (as the general path's are), not from their definitions over the
+    raw lake again: the views of those names read their tables when it is built, and only then."""
+    from tasks.lake.materialised import materialised_names
+
+    lake = Lake.of(cfg)
+    con = connect(limits=lake.limits)
+    seen = {}
+
+    def before(sql):
+        if sql.startswith("CREATE OR REPLACE TABLE lake.main."):
+            name = sql.split()[4].removeprefix("lake.main.")
+            seen[name] = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal").fetchall()}
+
+    try:
+        assert refresh(lake, con=_Recording(con, before))["full"]
+        names = materialised_names()
+        assert seen == {name: set(names[:i]) for i, name in enumerate(names)}
+        assert not con.execute("SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal").fetchall()  # dropped after
+    finally:
+        con.close()
