@@ -50,6 +50,7 @@ class Lake:
     read_only: bool
     limits: Limits
     _reader: tuple[duckdb.DuckDBPyConnection, Made, bool] | None  # the shared DuckDB, its views, attached?
+    created_here: bool  # this process made the lake new (no table, nothing imported): no row predates it
 
     def __new__(cls, location: str, read_only: bool = False, limits: Limits | None = None,
                 catalog: str | None = None) -> Lake:
@@ -59,6 +60,7 @@ class Lake:
                 lake = cls._OPEN[(location, read_only, catalog)] = super().__new__(cls)
                 lake.location, lake.read_only, lake._catalog = location, read_only, catalog
                 lake.limits, lake._reader = limits or Limits(), None
+                lake.created_here = False  # made new by this process, nothing imported (_attach_writable)
                 # One commit at a time: SQLite takes one writer, and a commit's id is its DuckDB's last.
                 lake._reader_lock, lake._commit_lock = threading.Lock(), threading.Lock()
             elif limits is not None and limits != lake.limits:
@@ -265,6 +267,8 @@ class Lake:
                     raise self._unusable(exc) from None
                 if fresh and old_layout.found(self.root, self.is_url, con):
                     old_layout.import_old_layout(con, self.root, self.is_url)
+                elif fresh:
+                    self.created_here = True
         except OSError as exc:  # a folder that cannot be made (a file in its way, no permission)
             raise self._unusable(exc) from None
 
