@@ -270,9 +270,9 @@ def start_run(cfg: Config, run_id: str, n_items: int, plan: dict[str, Any]) -> l
     lake.ensure()  # an unusable lake (wrong credentials, no bucket) stops here, before anything is written
     # Runs of earlier processes that died without a word (SIGKILL, power loss) end here as
     # `crashed`; after validation, so that a sweep stopped by it has written nothing at all. A
-    # lake this process has just made holds no run to read (a query of 50-80 ms of CPU); one
-    # another process started and lost since, in those milliseconds, the next sweep marks.
-    for stale in [] if lake.created_here else lifecycle.mark_stale_crashed(lake):
+    # lake this process has just made and not written to holds no run to read (a query of 50-80 ms
+    # of CPU); one another process began and lost since, in those milliseconds, the next sweep marks.
+    for stale in [] if lake.made_empty_here else lifecycle.mark_stale_crashed(lake):
         logger.warning("run %s marked crashed: %s", stale["run_id"], stale["message"])
     stopping.raise_if_requested()  # stopped before its run began: nothing of it is written
     return lifecycle.begin(lake, "sweep", config=canonical_json(cfg.resolved()), models=cfg.sweep.models,
