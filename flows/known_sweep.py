@@ -91,7 +91,7 @@ def record_known_sweep(cfg: Config, template: Template) -> dict[str, Any]:
         totals = CallStats.total(per_model.values())
         run.count(n_requests=totals.requests, n_sent=0, n_cached=totals.cached, n_errors=0)
         stopping.raise_if_requested()  # the run ends `cancelled`
-        catalog = lifecycle.rebuild_catalog(cfg)
-        summary = summarize(cfg, run, template.n_items, template.dropped, per_model, totals, catalog)
+        with lifecycle.rebuilding_catalog(cfg) as catalog:  # the summary read while the catalog is rebuilt
+            summary = summarize(cfg, run, template.n_items, template.dropped, per_model, totals, catalog)
         run.finish(report_path=summary["report"])
     return summary

@@ -31,6 +31,7 @@ def test_an_old_parquet_lake_imports_once_with_the_same_marts(tmp_path):
     assert lake.read("SELECT count(*) AS n FROM responses") == [{"n": 36}]
     assert lake.read("SELECT count(*) AS n FROM items") == [{"n": 18}]
     assert lake.read("SELECT count(*) AS n FROM claims") == [{"n": 0}]
+    assert not lake.made_empty_here  # its runs were imported: a sweep reads them for crashed ones (flows.sweep_run.start_run)
     # the old folders are set aside, never deleted; only DuckLake's catalog and data remain
     assert sorted(p.name for p in old_lake.iterdir() if not p.name.startswith("catalog.sqlite")) == [PRE_DUCKLAKE, "data"]
     assert (old_lake / PRE_DUCKLAKE / "responses").is_dir()

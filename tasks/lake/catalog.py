@@ -29,9 +29,13 @@ _FILE_ALIAS = "invarbench_catalog_file"
 
 
 def _catalog_stamp(lake: Lake, con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+    return _stamp(lake, lake.absent_tables(con), is_current(con))
+
+
+def _stamp(lake: Lake, absent: frozenset[str], current: bool) -> tuple[str, str]:
     # views built while tables were absent read them as empty: rebuilt once the tables exist; and
     # those over the materialised tables read them only while they are current (tasks.lake.materialised)
-    parts = [sql_digest(), ",".join(sorted(lake.absent_tables(con))), lake.catalog, str(is_current(con))]
+    parts = [sql_digest(), ",".join(sorted(absent)), lake.catalog, str(current)]
     return lake.root, hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
 
@@ -57,21 +61,26 @@ def _open_writable(catalog: Path, lake: Lake, attempts: int) -> duckdb.DuckDBPyC
     raise AssertionError("unreachable")
 
 
-def build_catalog(catalog: Path, lake: Lake, attempts: int = 20) -> Path:
+def build_catalog(catalog: Path, lake: Lake, attempts: int = 20, ensured: bool = False) -> Path:
     """(Re)build the catalog file: views only, so it can be deleted and rebuilt at any time.
 
     Another process (a user's DuckDB shell) may hold the file; retry briefly, then give up
-    with the lock error, since the lake itself is unaffected.
+    with the lock error, since the lake itself is unaffected. ``ensured``: the caller has
+    made the lake (``Lake.ensure``), which takes the lake's shared DuckDB, and would wait here
+    while another thread creates views on it.
     """
-    lake.ensure()
+    if not ensured:
+        lake.ensure()
     catalog.parent.mkdir(parents=True, exist_ok=True)
     con = _open_writable(catalog, lake, attempts)
     try:
         lake.attach(con, read_only=True)
         # one transaction: a file's catalog written once, not once per view (half the time)
         con.execute("BEGIN")
-        lake.create_views(con)
-        root, digest = _catalog_stamp(lake, con)
+        # what the views are built for, read once (each a catalog read), and stamped as such
+        absent, current = lake.absent_tables(con), is_current(con)
+        lake.create_views(con, materialised=current, absent=absent)
+        root, digest = _stamp(lake, absent, current)
         # literals: a query parameter costs a process the import of pandas (tasks.lake.ducklake.attached)
         con.execute(f"CREATE OR REPLACE TABLE {_CATALOG_TABLE} AS "
                     f"SELECT {sql_literal(root)} AS lake, {sql_literal(digest)} AS sql_sha256")
@@ -118,7 +127,7 @@ def ensure_catalog(catalog: Path, lake: Lake, con: duckdb.DuckDBPyConnection | N
     its refresh used, so that the check pays no connection, extensions and attach of its own);
     else one opened for the check."""
     if not (catalog.exists() and _catalog_is_current(catalog, lake, con)):
-        build_catalog(catalog, lake)
+        build_catalog(catalog, lake, ensured=con is not None)  # a lake attached to con exists
 
 
 def held_elsewhere(exc: duckdb.Error) -> bool:

@@ -13,7 +13,7 @@ import sqlite3
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar, Iterable, Iterator, Sequence
 from urllib.parse import parse_qs, urlsplit
 
 import duckdb
@@ -50,6 +50,9 @@ class Lake:
     read_only: bool
     limits: Limits
     _reader: tuple[duckdb.DuckDBPyConnection, Made, bool] | None  # the shared DuckDB, its views, attached?
+    # This process made the lake new (no table, nothing imported) and has committed nothing to it
+    # since: it holds no row of this process's, and none of another's but those written meanwhile.
+    made_empty_here: bool
 
     def __new__(cls, location: str, read_only: bool = False, limits: Limits | None = None,
                 catalog: str | None = None) -> Lake:
@@ -59,6 +62,7 @@ class Lake:
                 lake = cls._OPEN[(location, read_only, catalog)] = super().__new__(cls)
                 lake.location, lake.read_only, lake._catalog = location, read_only, catalog
                 lake.limits, lake._reader = limits or Limits(), None
+                lake.made_empty_here = False  # set by _attach_writable, cleared by each commit
                 # One commit at a time: SQLite takes one writer, and a commit's id is its DuckDB's last.
                 lake._reader_lock, lake._commit_lock = threading.Lock(), threading.Lock()
             elif limits is not None and limits != lake.limits:
@@ -190,11 +194,15 @@ class Lake:
             if "creating a new DuckLake is explicitly disabled" not in str(exc):
                 raise
 
-    def absent_tables(self, con: duckdb.DuckDBPyConnection) -> frozenset[str]:
-        """The tables the lake attached to ``con`` lacks (every table when it has no catalog)."""
-        if not ducklake.attached(con):
-            return frozenset(SCHEMAS)
-        return frozenset(SCHEMAS) - set(ducklake.lake_tables(con))
+    def absent_tables(self, con: duckdb.DuckDBPyConnection, have: Iterable[str] | None = None) -> frozenset[str]:
+        """The tables the lake attached to ``con`` lacks (every table when it has no catalog).
+        ``have``: its tables, when the caller has read them (``ducklake.lake_tables``: a catalog
+        read of 10-20 ms, not repeated)."""
+        if have is None:
+            if not ducklake.attached(con):
+                return frozenset(SCHEMAS)
+            have = ducklake.lake_tables(con)
+        return frozenset(SCHEMAS) - set(have)
 
     def ensure(self) -> None:
         """Create the catalog and tables (when read-only, check the lake reads), else LakeError."""
@@ -261,6 +269,8 @@ class Lake:
                     raise self._unusable(exc) from None
                 if fresh and old_layout.found(self.root, self.is_url, con):
                     old_layout.import_old_layout(con, self.root, self.is_url)
+                elif fresh:
+                    self.made_empty_here = True
         except OSError as exc:  # a folder that cannot be made (a file in its way, no permission)
             raise self._unusable(exc) from None
 
@@ -305,6 +315,7 @@ class Lake:
         if self.read_only:
             raise RuntimeError(f"a read-only command tried to write to the lake table {table}")
         with self._commit_lock, self.connect("") as con:
+            self.made_empty_here = False
             return ducklake.commit(con, table, data, f"{table}: {data.num_rows} rows", run_id)
 
     def commit_select(self, table: str, select: str, run_id: str | None = None) -> int:
@@ -313,6 +324,7 @@ class Lake:
         if self.read_only:
             raise RuntimeError(f"a read-only command tried to write to the lake table {table}")
         with self._commit_lock, self.connect(select) as con:
+            self.made_empty_here = False
             return ducklake.commit_select(con, table, select, f"{table}: rows of a query", run_id)
 
     def compact(self, expire_before: dt.datetime | None = None) -> int:

@@ -91,10 +91,10 @@ def refresh(lake: Lake, full: bool = False, con: duckdb.DuckDBPyConnection | Non
         if done is None:
             _create_tables(lake, con, have)
             try:
-                done = _refreshed(lake, con, full)
+                done = _refreshed(lake, con, full, have)
             except ChangesUnknown as exc:
                 log.warning("refresh: %s: rebuilding", exc)
-                done = _refreshed(lake, con, True)
+                done = _refreshed(lake, con, True, have)
     log.info("refresh: %s", done)
     return {**done, "seconds": time.perf_counter() - started}
 
@@ -113,17 +113,19 @@ class _Plan:
         self.fresh = self.fresh or Fresh(self.snapshot)
 
 
-def _refreshed(lake: Lake, con: duckdb.DuckDBPyConnection, full: bool) -> dict[str, Any]:
+def _refreshed(lake: Lake, con: duckdb.DuckDBPyConnection, full: bool, have: set[str]) -> dict[str, Any]:
     """The refresh: what it does, read in one transaction, then each table's change in a
     transaction of its own (retried), and the mark. The views it reads are created only when it
     has keys to recompute or tables to rebuild: creating them binds them (0.1 s of CPU), and a
-    refresh with nothing to recompute, as after a sweep that called nothing, reads none of them."""
+    refresh with nothing to recompute, as after a sweep that called nothing, reads none of them.
+    ``have``: the lake's tables when the refresh began."""
     plan = ducklake.retrying(lambda: _committed(con, lambda: _planned(con, full)))
     if isinstance(plan, dict):  # no source changed since the mark, which stays
         return plan
     if plan.full or any(reads & plan.changed for reads in CHANGED_READS.values()):
         # only what the refresh reads: binding every view costs half a second
-        lake.create_views(con, " ".join([*materialised_names(), *CHANGED_KEYS.values()]), materialised=True)
+        lake.create_views(con, " ".join([*materialised_names(), *CHANGED_KEYS.values()]), materialised=True,
+                          absent=lake.absent_tables(con, have))
     return _applied(con, plan)
 
 
@@ -198,9 +200,10 @@ def _first_build(lake: Lake, con: duckdb.DuckDBPyConnection, have: set[str]) -> 
 
     The same rows as creating the tables empty, then rebuilding each in a transaction of its own
     (the general path, 12 commits): a view over the raw lake gives each key's rows of its
-    definition, which its table then holds. One commit, and the views bound once instead of
+    definition, which its table then holds, and a later table is computed from the tables built
+    before it, as the general path computes it. One commit, and the views bound once instead of
     twice: 0.3-0.4 s of a new lake's first sweep ("The first refresh of a new lake",
-    bench/results.md). Larger lakes (a first sweep of many items, one never refreshed from before
+    bench/results.md); the later tables from the earlier ones: 0.2 s of CPU less. Larger lakes (a first sweep of many items, one never refreshed from before
     the materialised views) keep the general path, whose slices and commits per table bound its
     memory. ``have``: the lake's tables."""
     names = materialised_names()
@@ -210,25 +213,33 @@ def _first_build(lake: Lake, con: duckdb.DuckDBPyConnection, have: set[str]) -> 
     # a lake that takes the general path would otherwise pay twice.
     raw = sorted({source for _, source in SCOPES.values() if not source.startswith("lake_table")})
     made: Made = {}
-    lake.create_views(con, " ".join(raw), materialised=False, made=made)
+    lake.create_views(con, " ".join(raw), materialised=False, made=made, absent=lake.absent_tables(con, have))
     counts = ", ".join(f"(SELECT count(*) FROM {source})" for source in raw)
     if con.execute(f"SELECT greatest({counts})").fetchone()[0] > FIRST_BUILD_ROWS:
         return None
-    lake.create_views(con, " ".join(names), materialised=False, made=made)
+    lake.create_views(con, " ".join(names), materialised=False, made=made, absent=lake.absent_tables(con, have))
     tables: dict[str, dict[str, float]] = {}
     slices = dict.fromkeys(names, 1)
 
     def build() -> int:
         snapshot = current_snapshot(con)
         con.execute(f"CREATE TABLE IF NOT EXISTS {ALIAS}.main.{MARK_TABLE} ({materialised.MARK_COLUMNS})")
-        for name in names:  # load order: a later view's definition reads what is built before it
+        for name in names:  # load order: a later view reads what is built before it
             with _timed(name, tables, slices, "slice(s)"):
                 con.execute(f"CREATE OR REPLACE TABLE {ALIAS}.main.{name} AS SELECT * FROM {name}")
+                # The views computed from it read its table from now on, as the general path's
+                # do: not its definition over the raw lake again (what the table holds), which
+                # each later table's query would otherwise plan and compute once more. A
+                # temporary view (the one transaction may write the lake and it, no other
+                # database) is found before the view of its name (DuckDB binds a view's names
+                # at each query) and is rolled back with the tables, or dropped after.
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM lake_table('{name}')")
         con.execute(f"INSERT INTO {ALIAS}.main.{MARK_TABLE} VALUES (?, ?, true, 0, ?)",
                     [snapshot, materialised.definition_digest(), now_utc()])
         return snapshot
 
     snapshot = ducklake.retrying(lambda: _committed(con, build))
+    con.execute(";".join(f"DROP VIEW IF EXISTS temp.main.{name}" for name in names))
     return {"full": True, "snapshot": snapshot, "keys": {}, "slices": slices, "tables": tables}
 
 
@@ -239,7 +250,7 @@ def _create_tables(lake: Lake, con: duckdb.DuckDBPyConnection, have: set[str]) -
     missing = [name for name in materialised_names() if name not in have]
     if MARK_TABLE in have and not missing:
         return
-    lake.create_views(con, " ".join(materialised_names()), materialised=False)
+    lake.create_views(con, " ".join(materialised_names()), materialised=False, absent=lake.absent_tables(con, have))
     statements = [f"CREATE TABLE IF NOT EXISTS {ALIAS}.main.{MARK_TABLE} ({materialised.MARK_COLUMNS})"]
     statements += [f"CREATE TABLE IF NOT EXISTS {ALIAS}.main.{name} AS SELECT * FROM {name} LIMIT 0" for name in missing]
     # One commit (one catalog transaction instead of seven on a new lake); the mark table stays

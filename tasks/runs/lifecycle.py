@@ -34,7 +34,7 @@ import threading
 import uuid
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import duckdb
 
@@ -111,24 +111,62 @@ def rebuild_catalog(cfg: WarehouseSettings) -> Path:
     whose lake is complete: a refresh that fails leaves the views reading the raw lake (the same
     answers, slower) until the next one, and a catalog held open elsewhere (a user's DuckDB
     shell, another connection of this process) is left as it is."""
-    catalog = cfg.catalog_path
+    with rebuilding_catalog(cfg) as catalog:
+        pass
+    return catalog
+
+
+@contextlib.contextmanager
+def rebuilding_catalog(cfg: WarehouseSettings) -> Iterator[Path]:
+    """:func:`rebuild_catalog`, whose catalog is checked and rebuilt in a thread while the block
+    runs: the refresh is done when the block starts (its reads see the views up to date), the
+    catalog when it ends (its error raised there, unless the block raised one of its own).
+
+    The catalog is DuckDB's work (binding every view of ``sql/``: 0.2 s of CPU on a new lake),
+    which runs without the GIL beside the block's Python: a sweep's summary is read meanwhile.
+    What the block may write does not change the catalog: its views and stamp depend on the
+    tables the lake has, ``sql/`` and the materialised tables' sources (items, requests, parses,
+    scores), none of which the end of a run writes (``runs``, the statistics)."""
     lake = Lake.of(cfg)
     # One DuckDB for both: the check reads the catalog's stamp beside the lake the refresh
     # attached, instead of opening the catalog and attaching the lake again (0.1-0.2 s of CPU).
-    with contextlib.closing(connect(limits=lake.limits)) as con:
+    con = connect(limits=lake.limits)
+    try:
         try:
             refresh(lake, con=con)
         except duckdb.Error as exc:
             log.warning("materialised views not refreshed (%s); invarbench refresh completes it", exc)
-        try:
-            # Rebuilt only when its views would differ (a new table, another sql/, the materialised
-            # tables' currency: tasks.lake.catalog): recreating every view costs more than checking.
-            ensure_catalog(catalog, lake, con if ducklake.attached(con) else None)
-        except duckdb.Error as exc:
-            if not held_elsewhere(exc):
-                raise
+    except BaseException:
+        con.close()
+        raise
+    failed: list[BaseException] = []
+    worker = threading.Thread(target=_ensure_catalog, args=(cfg.catalog_path, lake, con, failed),
+                              name="catalog", daemon=True)
+    worker.start()
+    try:
+        yield cfg.catalog_path
+    finally:
+        worker.join()
+    if failed:
+        raise failed[0]
+
+
+def _ensure_catalog(catalog: Path, lake: Lake, con: duckdb.DuckDBPyConnection, failed: list[BaseException]) -> None:
+    """The catalog checked on ``con`` (closed here) and rebuilt when not current; an error other
+    than the catalog being held elsewhere is put in ``failed``."""
+    try:
+        # Rebuilt only when its views would differ (a new table, another sql/, the materialised
+        # tables' currency: tasks.lake.catalog): recreating every view costs more than checking.
+        ensure_catalog(catalog, lake, con if ducklake.attached(con) else None)
+    except duckdb.Error as exc:
+        if held_elsewhere(exc):
             log.warning("catalog %s not rebuilt (%s); the lake is complete", catalog, exc)
-    return catalog
+        else:
+            failed.append(exc)
+    except BaseException as exc:  # noqa: BLE001 - raised in the run's thread, where it is handled
+        failed.append(exc)
+    finally:
+        con.close()
 
 
 class Run:
