@@ -273,13 +273,14 @@ def test_live_claims_of_answers_as_the_view_it_replaced(tmp_path):
 
 
 class LedgerReads:
-    """A lake whose reads of the ledger (``ledger_of``) are counted."""
+    """A lake whose reads of the ledger (``ledger_of``) and of the other runs ``running`` are counted."""
 
     def __init__(self, lake: Lake):
-        self.lake, self.ledger_reads = lake, 0
+        self.lake, self.ledger_reads, self.running_reads = lake, 0, 0
 
     def read(self, sql, params=None):
         self.ledger_reads += "ledger_of" in sql
+        self.running_reads += "FROM runs WHERE status = 'running'" in sql
         return self.lake.read(sql, params)
 
     def __getattr__(self, name):
@@ -299,6 +300,9 @@ def test_a_claim_after_the_stream_s_look_up_reads_the_ledger_once_and_still_sees
     got = Claims(counted, "run-a", 60, 0.0).claim(["r1", "r2"], looked_up=True)
     assert got.answered == ["r1"] and got.mine == ["r2"] and got.others == []
     assert counted.ledger_reads == 1
+    # Only the read after the claims' commit asks whether another run is running (whether to
+    # settle): the first read's answer to that was never used, and `runs` costs a read ~6 ms.
+    assert counted.running_reads == 1
     # Not after a look-up (a later round of the same requests): both reads ask the ledger, and an
     # answered request is neither claimed nor sent.
     counted = LedgerReads(lake)

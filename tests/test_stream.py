@@ -6,6 +6,7 @@ nothing here measures wall time. Prefect, DuckDB and Parquet are real; only the 
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from dataclasses import asdict
 
@@ -167,3 +168,33 @@ def test_each_recorded_request_carries_its_trial_s_content_id(tmp_path):
     got = sorted((r["item_id"], r["sample_idx"], r["trial_id"]) for r in lake_query(
         tmp_path, "SELECT item_id, sample_idx, trial_id FROM run_requests WHERE run_id = 'r1'"))
     assert len(rows) > 1 and got == want
+
+
+def test_consecutive_chunks_are_recorded_looked_up_and_claimed_as_a_group(tmp_path, monkeypatch):
+    """A stream takes consecutive chunks together, up to GROUP_TRIALS trials a group: one commit of
+    requests, one ledger look-up and one claiming round per group, not per chunk (those reads cost
+    per query). Every chunk is still reported done once its answers are in the lake, every request
+    is sent once, and a chunk larger than a group is a group of its own."""
+    from tasks.models import stream as stream_module
+    from tasks.models.cost import Budget
+
+    monkeypatch.setattr(stream_module, "GROUP_TRIALS", 4)
+    looked_up, real = [], stream_module.lookup_ledger
+    monkeypatch.setattr(stream_module, "lookup_ledger",
+                        lambda lake, ids: (looked_up.append(len(ids)) if ids else None) or real(lake, ids))
+    provider = FakeProvider()
+    with FakeServer(provider) as fake:
+        cfg = load_config(fake_model_config(tmp_path, fake.api_base, n_max=50))
+        dataset, items = generate_task("symmetry", "closure", cfg.task_params("symmetry", "closure"), 0)
+        rows = [item_row(i, dataset) for i in items]
+        chunks = [(0, rows[0:2]), (1, rows[2:4]), (2, rows[4:5]), (3, rows[5:10])]
+        lake, done = Lake.of(cfg), []
+        budget = Budget.for_run(lake, "r1", "fake", None, None)
+        stream = stream_module.ModelStream("fake", cfg.model("fake"), "r1", lake, budget, cfg.sweep,
+                                           on_chunk=done.append)
+        stats = asyncio.run(stream.run(chunks))
+    assert len(rows) == 10 and stats.sent == 10 and stats.errors == 0
+    assert sorted(looked_up) == [1, 4, 5], "chunks 0-1, 2 and 3 (5 items): one look-up each"
+    assert sorted(done) == [0, 1, 2, 3]
+    assert len(provider.contents()) == len(set(provider.contents())) == 10
+    assert lake_query(tmp_path, "SELECT count(*) AS n, count(DISTINCT request_id) AS d FROM claims") == [{"n": 10, "d": 10}]
