@@ -97,3 +97,16 @@ def test_the_worker_ends_with_its_parent_killed(when):
     while not gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert gone(pid)
+
+
+def test_a_worker_prepared_with_an_idle_time_stops_after_its_last_validation():
+    """A sweep validates every chunk first: its worker's memory is freed once the chunks are done."""
+    validate.prepare(idle_s=0.5)
+    assert validate.validate_items(rows(), batch_name="idle_0") == 3
+    idle = worker_pid()
+    deadline = time.monotonic() + 60  # a guard against a hang, not a measure
+    while validate._validator._proc is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert validate._validator._proc is None and gone(idle)
+    assert validate.validate_items(rows(), batch_name="idle_1") == 3  # another, kept this time
+    assert worker_pid() != idle and validate._validator.idle_s is None

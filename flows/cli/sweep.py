@@ -185,13 +185,18 @@ def stopped_cleanly() -> Iterator[None]:
              "answer received is stored, and the next sweep sends only what has none.", stopping.exit_code())
 
 
+# A sweep validates every chunk before its first call (flows.sweep_run.prepare_items): its Great
+# Expectations worker, about 0.3 GB, is stopped this long after the last validation.
+VALIDATOR_IDLE_S = 5.0
+
+
 def _start_validation() -> None:
     """Start Great Expectations' worker process (tasks.items.validate.prepare): its import, about
     1.7 s of CPU, runs on the other core while this process imports Prefect and the temporary
     server boots, instead of on this process's critical path."""
     from tasks.items import validate
 
-    validate.prepare()
+    validate.prepare(idle_s=VALIDATOR_IDLE_S)
 
 
 def _lacks_items(cfg: Any, item_ids: list[str]) -> bool:

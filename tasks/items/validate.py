@@ -189,12 +189,15 @@ _ROOT = Path(__file__).resolve().parents[2]
 class _Validator:
     """This process's Great Expectations worker (:mod:`tasks.items.ge_worker`): started once, on
     :func:`prepare` or the first validation, and used by every validation after; a new one
-    after it died. One request at a time."""
+    after it died, or after it was stopped for being idle (``idle_s``). One request at a time."""
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
         self._owner = 0  # the process that started it: a forked child starts its own
         self._lock = threading.Lock()
+        self.idle_s: float | None = None  # stop the worker once this long without a validation
+        self._idle: threading.Timer | None = None
+        self._served = 0  # validations answered: an idle stop checks none came since it was armed
 
     def start(self) -> subprocess.Popen[bytes]:
         """The worker, started now unless it runs already (caller holds the lock or is alone)."""
@@ -219,10 +222,27 @@ class _Validator:
                 kind, answer = pickle.load(proc.stdout)
             except (OSError, EOFError, pickle.UnpicklingError):  # the worker is gone, or went mid-reply
                 raise ValidatorCrashed(f"{batch_name} was not checked: {self._died(proc)}") from None
+            self._after_request()
         if kind == "error":
             raise ValidatorCrashed(f"{batch_name} was not checked: Great Expectations raised, in its worker "
                                    f"process (pid {proc.pid}):\n{answer}")
         return answer
+
+    def _after_request(self) -> None:
+        # Re-armed after each validation, so that it fires only after the last of a run of them.
+        self._served += 1
+        if self._idle is not None:
+            self._idle.cancel()
+        if self.idle_s is not None:
+            self._idle = threading.Timer(self.idle_s, self._stop_if_idle, args=(self._served,))
+            self._idle.daemon = True
+            self._idle.start()
+
+    def _stop_if_idle(self, served: int) -> None:
+        with self._lock:  # not while a validation is in flight; none came since the timer was armed
+            if served == self._served:
+                self.stop()
+                self.idle_s = None  # the next worker, if any, lives as long as the process
 
     def _died(self, proc: subprocess.Popen[bytes]) -> str:
         # Its pipes are closed, so it is exiting: wait for the status that names the cause.
@@ -266,11 +286,16 @@ def expected_columns(rows: Sequence[dict[str, Any]], distinct_problems: bool) ->
     return columns
 
 
-def prepare() -> None:
+def prepare(idle_s: float | None = None) -> None:
     """Start Great Expectations' worker process now, not at the first validation: it imports
     Great Expectations (about 1.7 s of CPU) on another core while this process goes on (a sweep
-    imports Prefect while Prefect's temporary server boots)."""
+    imports Prefect while Prefect's temporary server boots). ``idle_s``: stop this worker (and
+    free its memory, about 0.3 GB) once that many seconds pass after a validation without another
+    (a later validation starts one that lives as long as the process); for a command that
+    validates everything first, a sweep."""
     with _validator._lock:
+        if idle_s is not None:
+            _validator.idle_s = idle_s
         _validator.start()
 
 
