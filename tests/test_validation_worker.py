@@ -110,3 +110,22 @@ def test_a_worker_prepared_with_an_idle_time_stops_after_its_last_validation():
     assert validate._validator._proc is None and gone(idle)
     assert validate.validate_items(rows(), batch_name="idle_1") == 3  # another, kept this time
     assert worker_pid() != idle and validate._validator.idle_s is None
+
+
+DEFERRED = """
+import sys
+from tasks.items.ge_worker import defer_import
+defer_import("scipy.stats")
+from scipy import stats  # as Great Expectations imports it
+loaded = "scipy.stats._stats_py" in sys.modules
+print(loaded, stats.entropy([0.5, 0.5], [0.5, 0.5]), "scipy.stats._stats_py" in sys.modules)
+"""
+
+
+def test_a_deferred_module_runs_only_when_used():
+    """The worker defers SciPy's statistics, which Great Expectations imports for expectations
+    the sweep never runs: imported, it is not loaded; used, it is."""
+    result = subprocess.run([sys.executable, "-c", DEFERRED], capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["False", "0.0", "True"]
