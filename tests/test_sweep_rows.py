@@ -131,18 +131,18 @@ def test_a_cut_row_gives_the_requests_of_the_whole_row():
 
 
 def test_validation_keeps_no_chunk_in_great_expectations_context():
-    """The context lives as long as the process: a chunk's data source (its frame) goes with its
-    validation, passed or failed."""
-    from tasks.items import validate
+    """The context lives as long as the worker process: a chunk's data source (its frame) goes with
+    its validation, passed or failed (the worker's code, run here to see its context)."""
+    from tasks.items import ge_worker, validate
 
     rows = [{**row, "key_entities": 1, "bin_lo": 1, "bin_hi": 2, "gold": "3", "answer_type": "integer",
              "variant": "x", "steps": "[]", "messages": json.dumps([{"role": "user", "content": row["prompt"]}])}
             for row in ({"item_id": f"i{k}", "suite": "s", "task": "t", "family_id": f"f{k}",
                          "prompt": f"p{k}"} for k in range(3))]
-    assert validate.validate_items(rows, batch_name="kept_0", distinct_problems=True) == 3
-    with pytest.raises(validate.ValidationFailed):
-        validate.validate_items([{**rows[0], "gold": None}, *rows[1:]], batch_name="kept_1")
-    assert not [name for name in validate._context().data_sources.all() if name.startswith("invarbench_kept")]
+    assert ge_worker.failures(validate.expected_columns(rows, True), "kept_0", True) == []
+    bad = [{**rows[0], "gold": None}, *rows[1:]]
+    assert ge_worker.failures(validate.expected_columns(bad, False), "kept_1", False) != []
+    assert not [name for name in ge_worker._context().data_sources.all() if name.startswith("invarbench_kept")]
 
 
 def counted_generation(monkeypatch) -> list[str]:

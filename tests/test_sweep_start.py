@@ -11,6 +11,7 @@ at that moment; the servers are stopped before they finish booting.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -141,6 +142,7 @@ def sweep_steps(tmp_path: Path, monkeypatch, *, known: bool = False, answered: b
             return result
         return fake
 
+    monkeypatch.setattr(sweep_cli, "_start_validation", step("validator", None))
     monkeypatch.setattr(sweep_cli, "_known_sweep", step("known?", {"known": True} if known else None))
     monkeypatch.setattr(sweep_cli, "check_sweep", step("items", (items_table([]), 0, [])))
     monkeypatch.setattr(sweep_cli, "answered_already", step("ledger?", answered))
@@ -158,8 +160,10 @@ def sweep_steps(tmp_path: Path, monkeypatch, *, known: bool = False, answered: b
 
 
 def test_on_a_new_warehouse_the_server_is_spawned_before_the_items_are_collected(tmp_path, monkeypatch):
-    """Its boot, a cold sweep's critical path, starts before the known-sweep check and the items."""
-    assert sweep_steps(tmp_path, monkeypatch) == ["spawned", "known?", "items", "ledger?", ("run", "early server")]
+    """Its boot, a cold sweep's critical path, starts before the known-sweep check and the items,
+    and so does Great Expectations' worker (the new warehouse holds none of the items)."""
+    assert sweep_steps(tmp_path, monkeypatch) == ["spawned", "validator", "known?", "items", "ledger?",
+                                                  ("run", "early server")]
 
 
 def test_on_a_warehouse_with_a_lake_the_server_waits_for_the_known_sweep_check(tmp_path, monkeypatch):
@@ -182,3 +186,18 @@ def test_a_discarded_server_ends_at_once(tmp_path):
                             env={**clean, "PYTHONPATH": str(REPO), "PREFECT_HOME": str(tmp_path / "home")})
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split()[0] == "-15"  # SIGTERM
+
+
+def test_great_expectations_starts_before_prefect_is_started_when_the_lake_lacks_items(monkeypatch):
+    """On a lake that holds every item nothing is validated: no worker; else it is started before
+    this process starts Prefect's server (and imports Prefect), and preload leaves it out."""
+    for lacks, steps in ((True, ["lacks?", "validator", "server", ("preload", True)]),
+                         (False, ["lacks?", "server", ("preload", False)])):
+        seen: list = []
+        monkeypatch.setattr(sweep_cli, "_lacks_items", lambda cfg, ids, lacks=lacks: seen.append("lacks?") or lacks)
+        monkeypatch.setattr(sweep_cli, "_start_validation", lambda: seen.append("validator"))
+        monkeypatch.setattr(sweep_cli, "start_prefect_server", lambda early: seen.append("server") or contextlib.nullcontext)
+        monkeypatch.setattr(sweep_cli, "preload", lambda cfg, validating: seen.append(("preload", validating)))
+        monkeypatch.setattr(sweep_cli, "_performed", lambda run: {})
+        sweep_cli._run_sweep(None, {}, {}, object(), None, ["i1"], False)
+        assert seen == steps

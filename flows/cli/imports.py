@@ -28,6 +28,9 @@ def import_families(
         fail(f"{file}: no such file")
     styles = [s.strip() for s in prompt_styles.split(",") if s.strip()]
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from tasks.items import validate
+
+    validate.prepare()  # Great Expectations imports in its worker while this process imports Prefect
     from flows.imports import import_families as import_flow
     from flows.imports import plan_families
     from tasks.items.validate import ValidationFailed

@@ -67,12 +67,13 @@ def export(
     """Write the items a sweep would run (or the selection) for another tool, and store them so
     that `import-responses --format FMT` maps the tool's results back to them."""
     from flows.export import EXPORTERS, export_items
-    from tasks.items.validate import ValidationFailed, dropped_family
+    from tasks.items.validate import ValidationFailed, dropped_family, prepare
 
     if fmt not in EXPORTERS:
         fail(f"--format: unknown format {fmt!r}; expected one of {', '.join(EXPORTERS)}")
     if out.exists() and not out.is_dir():
         fail(f"--out {out}: exists and is not a folder")
+    prepare()  # Great Expectations imports in its worker while the items are generated
     try:
         cfg = load(config).select(suites=list(suite or []), tasks=list(task or []), datasets=list(dataset or []))
         summary = export_items(cfg, fmt, out)

@@ -109,8 +109,12 @@ def sweep(
     # Prefect's temporary server boots (about 3 s of CPU, a cold sweep's critical path) in its own
     # process while this one checks and collects the items: spawned first on a new local
     # warehouse (it holds no answer, so the sweep calls), else once no earlier run of the same plan
-    # answers it, and discarded when the ledger does.
-    early = spawn_server() if _no_lake_folder(cfg) else None
+    # answers it, and discarded when the ledger does. Great Expectations' worker is started as
+    # early, on a new warehouse: it holds none of the items, so the sweep validates them.
+    new_lake = _no_lake_folder(cfg)
+    early = spawn_server() if new_lake else None
+    if new_lake:
+        _start_validation()
     with stopped_cleanly():
         summary = _known_sweep(cfg)
     if summary is None:
@@ -181,16 +185,39 @@ def stopped_cleanly() -> Iterator[None]:
              "answer received is stored, and the next sweep sends only what has none.", stopping.exit_code())
 
 
-def preload(cfg: Any, item_ids: list[str]) -> None:
+# A sweep validates every chunk before its first call (flows.sweep_run.prepare_items): its Great
+# Expectations worker, about 0.3 GB, is stopped this long after the last validation.
+VALIDATOR_IDLE_S = 5.0
+
+
+def _start_validation() -> None:
+    """Start Great Expectations' worker process (tasks.items.validate.prepare): its import, about
+    1.7 s of CPU, runs on the other core while this process imports Prefect and the temporary
+    server boots, instead of on this process's critical path."""
+    from tasks.items import validate
+
+    validate.prepare(idle_s=VALIDATOR_IDLE_S)
+
+
+def _lacks_items(cfg: Any, item_ids: list[str]) -> bool:
+    """Whether the lake lacks some of the items (one query): the sweep then validates their chunks."""
+    from tasks.lake.lake import Lake
+    from tasks.lake.writes import stored_item_ids
+
+    return len(stored_item_ids(Lake.of(cfg, read_only=True), item_ids)) < len(item_ids)
+
+
+def preload(cfg: Any, validating: bool) -> None:
     """Import what a sweep with calls to make needs later on its critical path, while Prefect's
     temporary server boots in its own process (this process would otherwise wait idle): what each
     model's first request asks of litellm (:func:`tasks.models.direct.prepare`: litellm itself only
     for a model the direct path does not serve, or whose answers no earlier process kept); when the
-    lake lacks some of the items, Great Expectations with its context and the tokenizer of the
-    items' surface features; and what Prefect imports only once the flow is called (its flow and
-    task engines, the encoder of the flow's parameters: about 1 s of CPU at the flow's start
-    otherwise), and what the flow's steps would import on its critical path once the server is up
-    (the progress artifacts; the Arrow scan DuckDB imports to store the first rows)."""
+    sweep validates items (``validating``), the tokenizer of their surface features (Great
+    Expectations imports in a process of its own: :func:`_start_validation`); and what Prefect
+    imports only once the flow is called (its flow and task engines, the encoder of the flow's
+    parameters: about 1 s of CPU at the flow's start otherwise), and what the flow's steps would
+    import on its critical path once the server is up (the progress artifacts; the Arrow scan
+    DuckDB imports to store the first rows)."""
     import fastapi.encoders  # noqa: F401  (prefect.flows validates parameters with it)
     import prefect.artifacts  # noqa: F401
     import prefect.flow_engine  # noqa: F401
@@ -198,15 +225,12 @@ def preload(cfg: Any, item_ids: list[str]) -> None:
     import prefect.utilities.visualization  # noqa: F401
     import pyarrow.dataset  # noqa: F401
 
-    from tasks.items import features, validate
-    from tasks.lake.lake import Lake
-    from tasks.lake.writes import stored_item_ids
+    from tasks.items import features
     from tasks.models.direct import prepare
 
     for name in cfg.sweep.models:
         prepare(cfg.model(name), cfg.sweep.samples)
-    if len(stored_item_ids(Lake.of(cfg, read_only=True), item_ids)) < len(item_ids):
-        validate.prepare()
+    if validating:
         features.prepare()
 
 
@@ -222,10 +246,15 @@ def _run_sweep(config: Optional[Path], overrides: dict[str, Any], select: dict[s
     # Start-up (seconds of imports and the server's boot) has nothing in flight: a signal ends it at once.
     with stopping.interruptible():
         if not answered:
+            # Asked first (it opens the lake's DuckDB: preload would, while the server boots), so
+            # that Great Expectations imports in its worker while this process imports Prefect.
+            validating = _lacks_items(cfg, item_ids)
+            if validating:
+                _start_validation()
             server_up = start_prefect_server(early)
             from flows.sweep import sweep as run  # imported while the server boots
 
-            preload(cfg, item_ids)
+            preload(cfg, validating)
             on_server = server_up()
         else:
             from flows.sweep_run import perform_sweep

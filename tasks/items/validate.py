@@ -10,16 +10,28 @@ A failing expectation raises :class:`ValidationFailed` before anything is writte
 is called; its message lists each failed expectation and for how many rows it failed. Besides
 the columns' own checks, validation fails on a prompt shared by two families of a suite (with
 ``distinct_problems``) and on a geometry item whose figure is degenerate.
+
+Great Expectations runs in a worker process of its own (:mod:`tasks.items.ge_worker`, one per
+process, started by :func:`prepare` or the first validation): its import, 1.7 s of CPU, is off
+the caller's critical path, and the caller imports neither it nor pandas.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import json
-import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tasks.scoring.parse import ANSWER_TYPES
+from tasks.items.ge_worker import COLUMNS
 
 
 class ValidationFailed(RuntimeError):
@@ -133,54 +145,6 @@ def _repeated_families(rows: Sequence[int], families: Sequence[tuple[str, str, s
     return dropped
 
 
-@functools.lru_cache(maxsize=1)
-def _context():
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-
-    # GE draws progress bars per validation and logs usage hints; the pipeline reports itself.
-    for name in [n for n in logging.root.manager.loggerDict if n.startswith("great_expectations")]:
-        logging.getLogger(name).setLevel(logging.ERROR)
-    logging.getLogger("great_expectations").setLevel(logging.ERROR)
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
-    return context
-
-
-def prepare() -> None:
-    """Import Great Expectations and make its context now, not at the first validation (a sweep
-    does it while Prefect's temporary server boots in its own process)."""
-    _context()
-
-
-def _item_expectations() -> list[Any]:
-    import great_expectations as gx
-
-    E = gx.expectations
-    return [
-        E.ExpectColumnValuesToBeUnique(column="item_id"),
-        E.ExpectColumnValuesToNotBeNull(column="gold"),
-        E.ExpectColumnValueLengthsToBeBetween(column="gold", min_value=1),
-        E.ExpectColumnValuesToNotBeNull(column="prompt"),
-        E.ExpectColumnValueLengthsToBeBetween(column="prompt", min_value=1),
-        E.ExpectColumnValuesToNotBeNull(column="family_id"),
-        E.ExpectColumnValuesToNotBeNull(column="key_entities"),
-        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="key_entities", column_B="bin_lo", or_equal=True),
-        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="bin_hi", column_B="key_entities", or_equal=True),
-        E.ExpectColumnValuesToBeInSet(column="answer_type", value_set=sorted(ANSWER_TYPES)),
-        E.ExpectColumnValuesToBeInSet(column="well_formed", value_set=[True]),
-    ]
-
-
-def _describe(result: Any) -> str:
-    cfg = result.expectation_config
-    kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
-    unexpected = (result.result or {}).get("unexpected_count")
-    element = (result.result or {}).get("element_count")
-    rows = f"{unexpected} of {element} rows" if unexpected is not None else "the items"
-    return f"{cfg.type} {kwargs}: failed for {rows}"
-
-
 @functools.lru_cache(maxsize=4096)
 def _figure_problem(template: str, config: str) -> str | None:
     from tasks.suites.geometry import figure_problem
@@ -209,41 +173,147 @@ def families_per_prompt(rows: Sequence[dict[str, Any]]) -> list[int]:
     return [len(families[(row["suite"], row["prompt"])]) for row in rows]
 
 
+
+class ValidatorCrashed(ValidationFailed):
+    """The items could not be checked: Great Expectations' worker process died, or raised; the
+    message says which (nothing was written: the items count as not validated)."""
+
+
+# How long a worker asked to stop (stdin closed) may take before it is killed: it exits on EOF
+# at once, whatever it is doing.
+_STOP_TIMEOUT_S = 10.0
+# The directory holding the ``tasks`` package: the worker must run this very code.
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+class _Validator:
+    """This process's Great Expectations worker (:mod:`tasks.items.ge_worker`): started once, on
+    :func:`prepare` or the first validation, and used by every validation after; a new one
+    after it died, or after it was stopped for being idle (``idle_s``). One request at a time."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._owner = 0  # the process that started it: a forked child starts its own
+        self._lock = threading.Lock()
+        self.idle_s: float | None = None  # stop the worker once this long without a validation
+        self._idle: threading.Timer | None = None
+        self._served = 0  # validations answered: an idle stop checks none came since it was armed
+
+    def start(self) -> subprocess.Popen[bytes]:
+        """The worker, started now unless it runs already (caller holds the lock or is alone)."""
+        if self._proc is None or self._owner != os.getpid():
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+            self._proc = subprocess.Popen([sys.executable, "-m", "tasks.items.ge_worker"],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=_ROOT)
+            if not self._owner:  # an exit that skips it (SIGKILL, os._exit) ends the worker too: its stdin ends
+                atexit.register(self.stop)
+            self._owner = os.getpid()
+        return self._proc
+
+    def failures(self, columns: dict[str, list[Any]], batch_name: str, distinct_problems: bool) -> list[str]:
+        """What the worker answers for one chunk's ``columns``: a description of each failed expectation."""
+        with self._lock:
+            proc = self.start()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                pickle.dump((batch_name, distinct_problems, columns), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                proc.stdin.flush()
+                kind, answer = pickle.load(proc.stdout)
+            except (OSError, EOFError, pickle.UnpicklingError):  # the worker is gone, or went mid-reply
+                raise ValidatorCrashed(f"{batch_name} was not checked: {self._died(proc)}") from None
+            self._after_request()
+        if kind == "error":
+            raise ValidatorCrashed(f"{batch_name} was not checked: Great Expectations raised, in its worker "
+                                   f"process (pid {proc.pid}):\n{answer}")
+        return answer
+
+    def _after_request(self) -> None:
+        # Re-armed after each validation, so that it fires only after the last of a run of them.
+        self._served += 1
+        if self._idle is not None:
+            self._idle.cancel()
+        if self.idle_s is not None:
+            self._idle = threading.Timer(self.idle_s, self._stop_if_idle, args=(self._served,))
+            self._idle.daemon = True
+            self._idle.start()
+
+    def _stop_if_idle(self, served: int) -> None:
+        with self._lock:  # not while a validation is in flight; none came since the timer was armed
+            if served == self._served:
+                self.stop()
+                self.idle_s = None  # the next worker, if any, lives as long as the process
+
+    def _died(self, proc: subprocess.Popen[bytes]) -> str:
+        # Its pipes are closed, so it is exiting: wait for the status that names the cause.
+        self._proc = None
+        self.stop(proc)
+        code = proc.returncode
+        cause = f"exit code {code}" if code >= 0 else (
+            signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}")
+        return (f"the Great Expectations worker process (pid {proc.pid}) died with {cause}; "
+                "the next validation starts another")
+
+    def stop(self, proc: subprocess.Popen[bytes] | None = None) -> None:
+        """Stop the worker (``proc``, else this process's): its stdin closed ends it; killed if it
+        does not end in time."""
+        if proc is None:
+            proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for pipe in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):  # a pipe whose reader died: nothing left to flush
+                if pipe is not None:
+                    pipe.close()
+        try:
+            proc.wait(timeout=_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+_validator = _Validator()
+
+
+def expected_columns(rows: Sequence[dict[str, Any]], distinct_problems: bool) -> dict[str, list[Any]]:
+    """What the expectations read of ``rows`` (:func:`tasks.items.ge_worker.failures`), by column:
+    :data:`~tasks.items.ge_worker.COLUMNS`, whether each is :func:`well_formed` and, with
+    ``distinct_problems``, its :func:`families_per_prompt`."""
+    columns = {c: [r[c] for r in rows] for c in COLUMNS}
+    columns["well_formed"] = [well_formed(r) for r in rows]
+    if distinct_problems:
+        columns["families_per_prompt"] = families_per_prompt(rows)
+    return columns
+
+
+def prepare(idle_s: float | None = None) -> None:
+    """Start Great Expectations' worker process now, not at the first validation: it imports
+    Great Expectations (about 1.7 s of CPU) on another core while this process goes on (a sweep
+    imports Prefect while Prefect's temporary server boots). ``idle_s``: stop this worker (and
+    free its memory, about 0.3 GB) once that many seconds pass after a validation without another
+    (a later validation starts one that lives as long as the process); for a command that
+    validates everything first, a sweep."""
+    with _validator._lock:
+        if idle_s is not None:
+            _validator.idle_s = idle_s
+        _validator.start()
+
+
 def validate_items(rows: Sequence[dict[str, Any]], batch_name: str = "items", *,
                    distinct_problems: bool = False) -> int:
     """Check item rows (a sweep's chunk, an import); returns the row count, raises ValidationFailed on any failure.
 
     With ``distinct_problems`` (the sweep, after :func:`dedupe`) a prompt shared by two families
-    of a suite fails the check; imports leave it off, as a published file is what it is.
+    of a suite fails the check; imports leave it off, as a published file is what it is. The
+    expectations run in Great Expectations' worker process (:mod:`tasks.items.ge_worker`), sent
+    only the columns they read; when it dies or raises, :class:`ValidatorCrashed` says so.
     """
-    import great_expectations as gx
-    import pandas as pd
-
     if not rows:
         return 0
-    frame = pd.DataFrame([{k: r[k] for k in ("item_id", "gold", "prompt", "family_id", "key_entities",
-                                              "bin_lo", "bin_hi", "answer_type")} for r in rows])
-    frame["well_formed"] = [well_formed(r) for r in rows]
-    expectations = _item_expectations()
-    if distinct_problems:
-        frame["families_per_prompt"] = families_per_prompt(rows)
-        expectations.append(gx.expectations.ExpectColumnValuesToBeBetween(
-            column="families_per_prompt", min_value=1, max_value=1))
-    context = _context()
-    source = context.data_sources.add_or_update_pandas(f"invarbench_{batch_name}")
-    try:
-        asset = source.add_dataframe_asset(name=f"batch_{len(source.assets)}")
-        batch = asset.add_batch_definition_whole_dataframe("whole").get_batch(batch_parameters={"dataframe": frame})
-        suite = gx.ExpectationSuite(name=f"items_{batch_name}", expectations=expectations)
-        result = batch.validate(suite, result_format="SUMMARY")
-    finally:
-        # The context lives as long as the process and each data source keeps its batches' frames:
-        # about 2.5 MB a 1,000-item chunk, so 0.5 GB over a 200,000-item sweep, until it ended.
-        context.data_sources.delete(source.name)
-    failed = [r for r in result.results if not r.success]
+    failed = _validator.failures(expected_columns(rows, distinct_problems), batch_name, distinct_problems)
     if failed:
         raise ValidationFailed(
             f"{len(failed)} expectation(s) failed on {batch_name} ({len(rows)} items):\n"
-            + "\n".join(f"  - {_describe(r)}" for r in failed)
+            + "\n".join(f"  - {d}" for d in failed)
         )
     return len(rows)
