@@ -22,12 +22,13 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from flows.stages import (
+    VALIDATION_ROWS,
     artifact_key,
     generate_items,
     load_datasets,
     store_items_chunk,
     stream_sweep,
-    validate_chunk,
+    validate_chunks,
 )
 from tasks import progress
 from tasks.config import Config, load_config
@@ -35,6 +36,7 @@ from tasks.environment import apply_defaults
 from tasks.items.compact import (
     ItemRows,
     concat,
+    consecutive_groups,
     item_ids,
     items_table,
     pack,
@@ -226,11 +228,11 @@ Prepared = tuple[int, dict[int, pa.Buffer], list[pa.Buffer], list[dict[str, Any]
 
 def prepare_items(cfg: Config, collected: Collected | None = None) -> Prepared:
     """The run's items (``collected``, else those handed over: :func:`hand_over`, else
-    :func:`collect_items`), validated chunk by chunk (the chunks with an item the lake does not
-    hold, given their surface features) before anything is written. Returns how many items,
-    those chunks by number, every chunk (each a table of the ``items`` schema, packed:
-    tasks.items.compact.pack; a validated one with its features) and the families dropped for
-    repeating a prompt of another."""
+    :func:`collect_items`), validated (the chunks with an item the lake does not hold, with their
+    surface features; up to VALIDATION_ROWS rows at once) before anything is written. Returns
+    how many items, those chunks by number, every chunk (each a table of the ``items`` schema,
+    packed: tasks.items.compact.pack; a validated one with its features) and the families
+    dropped for repeating a prompt of another."""
     logger = run_logger()
     table, identical, dropped_families = collected or _handed(cfg) or collect_items(cfg)
     del collected  # the chunks hold the rows from here: each validated one is replaced by its copy
@@ -244,16 +246,14 @@ def prepare_items(cfg: Config, collected: Collected | None = None) -> Prepared:
     del table
     fresh = [i for i, chunk in enumerate(chunks) if any(item_id not in stored for item_id in item_ids(chunk))]
     with progress.stage("validate", len(fresh)) as advance:
-        for i in fresh:
-            # A chunk's rows are dicts only while they are validated: the chunk is then the table
-            # the lake will be written from (features included), and its slices of the
-            # generated rows are freed as the chunks around them are done. Once every chunk
-            # has passed, each is held packed until the calls (about a ninth of its Arrow size).
-            rows = add_features(chunks[i].to_pylist())
-            validate_chunk(rows, i)
-            chunks[i] = items_table(rows)
-            del rows
-            advance(1)
+        for group in [[fresh[p] for p in g] for g in consecutive_groups([chunks[i].num_rows for i in fresh], VALIDATION_ROWS)]:
+            # A chunk's rows are dicts only while validated; the chunk is then the lake's table (features
+            # included), held packed until the calls (a ninth of its size) once all have passed.
+            rows = {i: add_features(chunks[i].to_pylist()) for i in group}
+            validate_chunks([row for i in group for row in rows[i]], group[0], group[-1])
+            for i in group:
+                chunks[i] = items_table(rows.pop(i))
+            advance(len(group))
     packed = [pack(chunk) for chunk in chunks]
     logger.info("generated %d items (%d identical dropped, %d repeated families dropped) in %d chunk(s), "
                 "%d already stored and not validated again", n_items, identical, len(dropped_families),

@@ -15,7 +15,7 @@ from conftest import fake_model_config
 
 from flows import sweep_run
 from tasks.config import load_config
-from tasks.items.compact import ItemRows, items_table, unpack
+from tasks.items.compact import ItemRows, consecutive_groups, items_table, unpack
 from tasks.items.generate import generate_task, item_row
 from tasks.items.validate import dedupe
 from tasks.lake.lake import Lake
@@ -102,6 +102,26 @@ def test_a_sweep_holds_its_items_as_arrow_not_dicts(tmp_path):
     assert all(isinstance(c, pa.Buffer) for c in chunks) and all(t.schema == SCHEMAS["items"] for t in tables)
     assert [without_time(t.to_pylist()) for t in tables] == [without_time(c) for c in into_twos(rows_as_before(cfg))]
     assert new_chunks == {i: chunks[i] for i in range(3)}
+
+
+def test_consecutive_chunks_are_validated_together_up_to_a_number_of_rows(tmp_path, monkeypatch):
+    """Great Expectations costs per validation, not per row: chunks of 2, 2 and 1 items with at
+    most 4 rows a validation are checked in two validations, every item once."""
+    cfg = load_config(str(fake_model_config(tmp_path, "http://127.0.0.1:9/v1", sweep_extra={"batch_size": 2})))
+    validated: list[tuple[list[str], int, int]] = []
+    monkeypatch.setattr(sweep_run, "VALIDATION_ROWS", 4)
+    monkeypatch.setattr(sweep_run, "validate_chunks", lambda rows, first, last: validated.append(
+        ([r["item_id"] for r in rows], first, last)))
+    _, new_chunks, chunks, _ = sweep_run.prepare_items(cfg)
+    assert [(first, last) for _, first, last in validated] == [(0, 1), (2, 2)]
+    assert [i for ids, _, _ in validated for i in ids] == [i for c in chunks for i in unpack(c).column("item_id").to_pylist()]
+    assert sorted(new_chunks) == [0, 1, 2]
+
+
+def test_consecutive_groups_keep_order_and_limit():
+    assert consecutive_groups([2, 2, 1, 5, 1], 4) == [[0, 1], [2], [3], [4]]
+    assert consecutive_groups([1, 1, 1], 0) == [[0], [1], [2]]  # no limit: one each
+    assert consecutive_groups([], 4) == []
 
 
 def test_item_rows_read_as_the_dicts_they_hold():

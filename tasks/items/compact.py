@@ -35,6 +35,21 @@ def table_chunks(table: pa.Table, size: int) -> list[pa.Table]:
     return [table.slice(i, size) for i in range(0, table.num_rows, size)]
 
 
+def consecutive_groups(sizes: Sequence[int], limit: int) -> list[list[int]]:
+    """The positions of ``sizes`` in consecutive groups whose sizes add up to at most ``limit``
+    (a larger one, or any with ``limit`` 0, is a group of its own)."""
+    groups: list[list[int]] = []
+    total = 0
+    for position, size in enumerate(sizes):
+        if limit and groups and total + size <= limit:
+            groups[-1].append(position)
+            total += size
+        else:
+            groups.append([position])
+            total = size
+    return groups
+
+
 def item_ids(table: pa.Table) -> list[str]:
     """The ``item_id`` of every row of ``table``, in order."""
     return table.column("item_id").to_pylist()

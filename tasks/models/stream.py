@@ -28,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
+from tasks.items.compact import consecutive_groups
 from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models import embedded
@@ -323,14 +324,9 @@ class ModelStream:
 def call_groups(chunks: Chunks, items: int) -> list[tuple[list[int], Iterable[dict[str, Any]]]]:
     """Consecutive ``chunks`` taken together up to ``items`` items a group (a larger chunk, or
     ``items`` 0: a group of its own): each group's chunk indices and its rows in order."""
-    groups: list[tuple[list[int], list[Sequence[dict[str, Any]]], int]] = []
-    for index, rows in chunks:
-        if items and groups and groups[-1][2] + len(rows) <= items:
-            indices, parts, n = groups.pop()
-            groups.append((indices + [index], parts + [rows], n + len(rows)))
-        else:
-            groups.append(([index], [rows], len(rows)))
-    return [(indices, itertools.chain.from_iterable(parts)) for indices, parts, _ in groups]
+    chunks = list(chunks)
+    return [([chunks[p][0] for p in group], itertools.chain.from_iterable(chunks[p][1] for p in group))
+            for group in consecutive_groups([len(rows) for _, rows in chunks], items)]
 
 
 def first_error(errors: BaseExceptionGroup) -> BaseException:
