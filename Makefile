@@ -65,7 +65,7 @@ $(INSPECT_VENV)/.installed: constraints-inspect.txt | $(STAMP)
 install: $(STAMP) $(DUCKDB_1X)/.installed $(INSPECT_VENV)/.installed
 
 sweep: install
-	$(VENV)/bin/invarbench sweep --config $(CONFIG)
+	$(VENV)/bin/invarbench sweep --config '$(CONFIG)'
 
 # Both test targets run on TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: in this process, one
 # test at a time). More workers than cores pay off: many tests wait on a server, a model or a

@@ -10,6 +10,9 @@ AMX, and check that the one place that sets the flags (the Makefile) keeps them 
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
+import subprocess
 
 import pytest
 
@@ -74,3 +77,13 @@ def test_makefile_builds_portably():
     # The flags reach the build, and only through this variable.
     assert 'CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)"' in text
     assert text.count("CMAKE_ARGS=") == text.count('CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)"')
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_sweep_takes_a_configuration_whose_path_has_a_space():
+    """`make sweep CONFIG=...` passes the path as one argument (users' folders have spaces)."""
+    out = subprocess.run(["make", "-n", "sweep", "CONFIG=/a b/c.toml"], cwd=REPO, capture_output=True,
+                         text=True, check=True).stdout
+    line = next(line for line in out.splitlines() if "invarbench sweep" in line)
+    args = shlex.split(line)
+    assert args[args.index("--config") + 1] == "/a b/c.toml", line
