@@ -105,7 +105,8 @@ def test_a_worker_prepared_with_an_idle_time_stops_after_its_last_validation():
     assert validate.validate_items(rows(), batch_name="idle_0") == 3
     idle = worker_pid()
     deadline = time.monotonic() + 60  # a guard against a hang, not a measure
-    while validate._validator._proc is not None and time.monotonic() < deadline:
+    # stop() lets go of the worker before it has exited: wait for both
+    while not (validate._validator._proc is None and gone(idle)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert validate._validator._proc is None and gone(idle)
     assert validate.validate_items(rows(), batch_name="idle_1") == 3  # another, kept this time
