@@ -19,18 +19,15 @@ the caller's critical path, and the caller imports neither it nor pandas.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import json
 import os
 import pickle
-import signal
 import subprocess
-import sys
 import threading
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tasks import worker_process
 from tasks.items.ge_worker import COLUMNS
 
 
@@ -179,13 +176,6 @@ class ValidatorCrashed(ValidationFailed):
     message says which (nothing was written: the items count as not validated)."""
 
 
-# How long a worker asked to stop (stdin closed) may take before it is killed: it exits on EOF
-# at once, whatever it is doing.
-_STOP_TIMEOUT_S = 10.0
-# The directory holding the ``tasks`` package: the worker must run this very code.
-_ROOT = Path(__file__).resolve().parents[2]
-
-
 class _Validator:
     """This process's Great Expectations worker (:mod:`tasks.items.ge_worker`): started once, on
     :func:`prepare` or the first validation, and used by every validation after; a new one
@@ -202,10 +192,7 @@ class _Validator:
     def start(self) -> subprocess.Popen[bytes]:
         """The worker, started now unless it runs already (caller holds the lock or is alone)."""
         if self._proc is None or self._owner != os.getpid():
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-                p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-            self._proc = subprocess.Popen([sys.executable, "-m", "tasks.items.ge_worker"],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=_ROOT)
+            self._proc = worker_process.spawn("tasks.items.ge_worker")
             if not self._owner:  # an exit that skips it (SIGKILL, os._exit) ends the worker too: its stdin ends
                 atexit.register(self.stop)
             self._owner = os.getpid()
@@ -247,10 +234,7 @@ class _Validator:
     def _died(self, proc: subprocess.Popen[bytes]) -> str:
         # Its pipes are closed, so it is exiting: wait for the status that names the cause.
         self._proc = None
-        self.stop(proc)
-        code = proc.returncode
-        cause = f"exit code {code}" if code >= 0 else (
-            signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}")
+        cause = worker_process.exit_cause(worker_process.stop(proc))
         return (f"the Great Expectations worker process (pid {proc.pid}) died with {cause}; "
                 "the next validation starts another")
 
@@ -259,17 +243,8 @@ class _Validator:
         does not end in time."""
         if proc is None:
             proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        for pipe in (proc.stdin, proc.stdout):
-            with contextlib.suppress(OSError):  # a pipe whose reader died: nothing left to flush
-                if pipe is not None:
-                    pipe.close()
-        try:
-            proc.wait(timeout=_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            worker_process.stop(proc)
 
 
 _validator = _Validator()

@@ -25,24 +25,18 @@ import atexit
 import functools
 import json
 import os
-import signal
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
+from tasks import worker_process
 from tasks.models.config import threads
 from tasks.models.embedded_worker import EMBEDDED
 
 # Restarts of one model's worker per process (a sweep, or a unit flow run): after that, the
 # model's remaining chunks fail without being sent.
 MAX_RESTARTS = 3
-# How long a worker asked to stop (stdin closed) may take before it is killed.
-STOP_TIMEOUT_S = 10.0
-# The directory holding the ``tasks`` package: the worker must run this very code.
-_ROOT = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
@@ -82,15 +76,6 @@ def _crashed(message: str, model: str = "") -> Exception:
     return _crash_type()(message, model)
 
 
-def _cause(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return signal.Signals(-returncode).name
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit code {returncode}"
-
-
 class Worker:
     """The worker process of one embedded model: started on demand, one request at a time."""
 
@@ -113,12 +98,7 @@ class Worker:
 
     def _start(self) -> subprocess.Popen[bytes]:
         threads()  # a bad INVARBENCH_EMBEDDED_THREADS is named here, not by a worker that died of it
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-        return subprocess.Popen(
-            [sys.executable, "-m", "tasks.models.embedded_worker", "--parent", str(os.getpid())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=_ROOT,
-        )
+        return worker_process.spawn("tasks.models.embedded_worker", "--parent", str(os.getpid()))
 
     def begin_chunk(self) -> None:
         """A new chunk: a worker that died is started again on the next request, if restarts remain."""
@@ -159,14 +139,10 @@ class Worker:
 
     def _died(self, proc: subprocess.Popen[bytes]) -> Exception:
         # Its stdout is closed, so it is exiting: wait for the status that names the cause.
-        try:
-            returncode = proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            returncode = proc.wait()
-        _close_pipes(proc)
+        cause = worker_process.exit_cause(worker_process.wait_or_kill(proc))
+        worker_process.close_pipes(proc)
         self._proc = None
-        self.died = f"embedded model {self.route}: worker process died with {_cause(returncode)}"
+        self.died = f"embedded model {self.route}: worker process died with {cause}"
         with _registry_lock:
             _crashes.append(self.died)
         return _crashed(self.died, self.route)
@@ -175,23 +151,8 @@ class Worker:
         """Stop the worker process (closing its stdin ends it; killed if it does not end in time)."""
         with self._lock:
             proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        _close_pipes(proc)
-        try:
-            proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
-    for pipe in (proc.stdin, proc.stdout):
-        try:
-            if pipe is not None:
-                pipe.close()
-        except OSError:
-            pass  # a pipe whose reader died: nothing left to flush
+        if proc is not None:
+            worker_process.stop(proc)
 
 
 _workers: dict[str, Worker] = {}
