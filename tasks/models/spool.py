@@ -42,8 +42,14 @@ from tasks.records import Response
 log = logging.getLogger(__name__)
 
 SYNC_SECONDS = 0.05  # how long an answer may sit in the page cache before it is on disk
-FLUSH_ROWS = 500  # responses per file at most
-FLUSH_SECONDS = 2.0  # a buffered response waits at most this long for its file
+# A file of responses is written by size or time, and a group of the stream's chunks drains the
+# buffer when its calls end (tasks.models.stream), so the Finisher never waits on these. Every
+# read of the ledger opens every response file: 500 rows or 2 s a file made 514 files at 200,000
+# responses, and each look-up, claims read and parse cost twice what it did over one file
+# (bench/results.md, "files"). A response is in the spool from its arrival, so a longer wait for
+# its file loses nothing; only the lake sees it later.
+FLUSH_ROWS = 4000  # responses per file at most (a call group's trials: tasks.models.stream.GROUP_TRIALS)
+FLUSH_SECONDS = 10.0  # a buffered response waits at most this long for its file
 _REPLAYING = threading.Lock()  # one replay at a time in a process: another stream waits for it
 
 
