@@ -83,10 +83,16 @@ def validate_chunks(rows: list[dict[str, Any]], first: int, last: int) -> int:
     return validate_items(rows, batch_name=f"chunks_{first}-{last}", distinct_problems=True)
 
 
-@stage_task(name="store-items", task_run_name="store-items-chunk-{index}")
-def store_items_chunk(lake: Lake, rows: pa.Table, index: int) -> int:
-    """Write the chunk's items (a table of the ``items`` schema) that the lake does not hold yet
-    (items are content-addressed)."""
+# Every read of the lake opens each file of a table it names, so the items of consecutive chunks
+# are stored together, up to this many rows a file: a 200,000-item sweep's 200 item files made each
+# later read of the items (the stream's, the Finisher's) pay for 200 files (bench/results.md, "files").
+STORE_ROWS = 10_000
+
+
+@stage_task(name="store-items", task_run_name="store-items-chunks-{first}-{last}")
+def store_items_chunks(lake: Lake, rows: pa.Table, first: int, last: int) -> int:
+    """Write the items of chunks ``first`` to ``last`` (a table of the ``items`` schema) that the
+    lake does not hold yet (items are content-addressed), as one file."""
     return write_new_items(lake, rows)
 
 

@@ -26,7 +26,8 @@ from flows.stages import (
     artifact_key,
     generate_items,
     load_datasets,
-    store_items_chunk,
+    STORE_ROWS,
+    store_items_chunks,
     stream_sweep,
     validate_chunks,
 )
@@ -284,22 +285,22 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
               overrides: dict[str, Any] | None, dispatch: bool) -> tuple[dict[str, Any], CallStats]:
     """The run's main body: store the items of ``new_chunks`` (those holding an item the lake did
     not, by chunk number; the others it holds whole), call every model on ``chunks`` (each chunk
-    parsed and scored as it is answered; once the items are stored, ``chunks`` is cut in place to
-    the columns the calls read, :class:`tasks.items.compact.ItemRows`), rebuild the catalog, then
+    parsed and scored as it is answered; ``chunks`` is first cut in place to the columns the calls
+    read, :class:`tasks.items.compact.ItemRows`), rebuild the catalog, then
     the statistics and report with ``sweep.report``. The run ends `completed`, `waiting` (batch
     jobs still running) or as the exception that stopped it. Returns the run summary and the call totals."""
     lake = Lake.of(cfg)
     crashes_before = len(embedded.crashes())
     with run:  # an exception ends the run failed or cancelled, with the counts kept so far
-        with progress.stage("store items", len(new_chunks)) as advance:
-            for i, chunk in new_chunks.items():
-                store_items_chunk(lake, unpack(chunk), i)
-                advance(1)
         # The calls read five columns of an item (tasks.models.stream.ITEM_COLUMNS): the others
-        # (surface features, prompts, parameters) go now, in place, so that no caller's
-        # reference keeps them alive; the five are read as dicts a chunk at a time.
-        new_chunks.clear()
+        # (surface features, prompts, parameters) go once the items are stored, in place, so that
+        # no caller's reference keeps them alive; the five are read as dicts a chunk at a time.
         chunks[:] = [ItemRows(unpack(chunk).select(ITEM_COLUMNS)) for chunk in chunks]
+        with progress.stage("store items", len(new_chunks)) as advance:
+            fresh = list(new_chunks)
+            for group in [[fresh[p] for p in g] for g in consecutive_groups([len(chunks[i]) for i in fresh], STORE_ROWS)]:
+                store_items_chunks(lake, concat(unpack(new_chunks.pop(i)) for i in group), group[0], group[-1])
+                advance(len(group))
 
         per_model = run_models(lake, chunks, cfg, run.run_id, config_path, overrides, dispatch)
         totals = CallStats.total(per_model.values())

@@ -162,8 +162,9 @@ def test_sweep_cached_sweep_sql_rescore_and_report_on_a_bucket(s3, tmp_path):
 def test_sigkill_mid_sweep_then_resume_sends_only_what_was_not_stored(s3, tmp_path):
     state = FakeProvider(delay_s=0.3)
     with FakeServer(state) as fake:
+        # answers written to the lake each second, so that the kill finds some there and some in the spool
         cfg = s3_config(tmp_path, s3, fake.api_base, "killed/lake", n_max=150, model_extra={"concurrency": 2},
-                        sweep_extra={"batch_size": 4})
+                        sweep_extra={"batch_size": 4, "flush_s": 1.0})
         lake = lake_of(cfg)
         reader = lake_of(cfg, read_only=True)
         sigkill_sweep_when(

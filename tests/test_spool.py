@@ -81,6 +81,26 @@ def test_a_segment_is_deleted_once_its_batch_is_in_the_lake(tmp_path):
     assert lake.read("SELECT count(*) AS n FROM responses") == [{"n": 1}]
 
 
+@pytest.mark.parametrize("flush_s, files", [(0.2, 1), (30.0, 0)])
+def test_buffered_answers_reach_the_lake_after_flush_s(tmp_path, flush_s, files):
+    """Between a group's drains a writer puts its buffer in the lake every ``[sweep] flush_s``
+    seconds (one file), and not before: the spool holds the answers meanwhile."""
+    lake = Lake(str(tmp_path / "lake"))
+    lake.ensure()
+
+    async def wait_a_second() -> None:
+        writer = ResponseWriter(lake, flush_s=flush_s)
+        ticking = asyncio.ensure_future(writer.tick())
+        writer.add(Response(**response("a")))
+        await asyncio.sleep(1.0)
+        ticking.cancel()
+        await asyncio.gather(*writer.writes)
+
+    asyncio.run(wait_a_second())
+    assert lake.read("SELECT count(*) AS n FROM responses") == [{"n": files}]
+    assert len(list(spool_dir(lake).glob("*.jsonl"))) == 1 - files
+
+
 @pytest.mark.slow  # a sweep in a process of its own, SIGKILLed
 def test_a_sigkilled_sweep_pays_again_only_the_calls_it_had_in_flight(tmp_path):
     """Killed as soon as the worker took a second call, so just after it spooled its first answer

@@ -121,8 +121,10 @@ def test_resume_after_a_kill_in_the_middle_of_a_multi_model_stream(tmp_path):
     with FakeServer(a) as sa, FakeServer(b) as sb:
         models = {"a": {"api_base": sa.api_base, "concurrency": 1}, "b": {"api_base": sb.api_base, "concurrency": 1}}
         # The users' one-second claim pause paces the killed sweep, so that the kill lands mid-stream
-        # even when the machine is loaded; the sweep that resumes needs no pacing.
-        cfg = two_model_config(tmp_path, models, n_max=100, sweep_extra={"batch_size": 4, "claim_settle_s": 1.0})
+        # even when the machine is loaded; the sweep that resumes needs no pacing. Answers are
+        # written to the lake each second, so that the kill finds some there and some in the spool.
+        cfg = two_model_config(tmp_path, models, n_max=100,
+                               sweep_extra={"batch_size": 4, "claim_settle_s": 1.0, "flush_s": 1.0})
 
         def both_answered() -> bool:
             stored = (tmp_path / "wh" / "lake" / "catalog.sqlite").exists() and lake_query(

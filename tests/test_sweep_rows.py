@@ -61,29 +61,33 @@ def into_twos(rows: list) -> list[list]:
     return [rows[i : i + 2] for i in range(0, len(rows), 2)]
 
 
-def test_the_lake_gets_whole_rows_and_the_stream_the_same_rows_cut(tmp_path, monkeypatch):
-    """A sweep outside Prefect (its stages plain calls), in chunks of 2, the calls left out."""
+@pytest.mark.parametrize("store_rows, stores", [(10_000, [5]), (4, [4, 1])])
+def test_the_lake_gets_whole_rows_and_the_stream_the_same_rows_cut(tmp_path, monkeypatch, store_rows, stores):
+    """A sweep outside Prefect (its stages plain calls), in chunks of 2, the calls left out; the
+    items of consecutive chunks stored together, up to STORE_ROWS rows a write."""
+    monkeypatch.setattr(sweep_run, "STORE_ROWS", store_rows)
     cfg = fake_model_config(tmp_path, "http://127.0.0.1:9/v1", sweep_extra={"batch_size": 2})
     before = rows_as_before(load_config(str(cfg)))
     stored: list[list[dict]] = []
     streamed: list[list[dict]] = []
-    store = sweep_run.store_items_chunk
+    store = sweep_run.store_items_chunks
 
-    def store_and_keep(lake, rows, index):
+    def store_and_keep(lake, rows, first, last):
         stored.append(without_time(rows.to_pylist()))
-        return store(lake, rows, index)
+        return store(lake, rows, first, last)
 
     def models_on(lake, chunks, cfg, *rest):
         assert all(isinstance(c, ItemRows) and c.table.column_names == list(ITEM_COLUMNS) for c in chunks)
         streamed.extend(list(c) for c in chunks)
         return {m: CallStats() for m in cfg.sweep.models}
 
-    monkeypatch.setattr(sweep_run, "store_items_chunk", store_and_keep)
+    monkeypatch.setattr(sweep_run, "store_items_chunks", store_and_keep)
     monkeypatch.setattr(sweep_run, "run_models", models_on)
     assert sweep_run.perform_sweep(str(cfg))["items"] == len(before) == 5
 
     chunks = into_twos(before)
-    assert stored == [without_time(c) for c in chunks] and all(r["n_tokens"] > 0 for c in stored for r in c)
+    assert [len(s) for s in stored] == stores and all(r["n_tokens"] > 0 for c in stored for r in c)
+    assert [r for s in stored for r in s] == without_time(before)
     assert lake_items(tmp_path) == sorted(r["item_id"] for r in before)
     assert streamed == [[{k: r[k] for k in ITEM_COLUMNS} for r in c] for c in chunks]
     assert all(set(r) == set(ITEM_COLUMNS) for c in streamed for r in c)

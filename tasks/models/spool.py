@@ -42,8 +42,13 @@ from tasks.records import Response
 log = logging.getLogger(__name__)
 
 SYNC_SECONDS = 0.05  # how long an answer may sit in the page cache before it is on disk
-FLUSH_ROWS = 500  # responses per file at most
-FLUSH_SECONDS = 2.0  # a buffered response waits at most this long for its file
+# A file of responses is written by size or time (``[sweep] flush_s``, 10 s by default), and a
+# group of the stream's chunks drains the buffer when its calls end (tasks.models.stream), so the
+# Finisher never waits on these. Every read of the ledger opens every response file: 500 rows or
+# 2 s a file made 514 files at 200,000 responses, and each look-up, claims read and parse cost
+# twice what it did over one file (bench/results.md, "files"). A response is in the spool from
+# its arrival, so a longer wait for its file loses nothing; only the lake sees it later.
+FLUSH_ROWS = 4000  # responses per file at most (a call group's trials: tasks.models.stream.GROUP_TRIALS)
 _REPLAYING = threading.Lock()  # one replay at a time in a process: another stream waits for it
 
 
@@ -119,8 +124,8 @@ class ResponseWriter:
     """Buffers responses and writes them as one file by size or time, in a thread; each response
     is also in a spool segment (tasks.models.spool) from its arrival until its file is committed."""
 
-    def __init__(self, lake: Lake):
-        self.lake = lake
+    def __init__(self, lake: Lake, flush_s: float = 10.0):
+        self.lake, self.flush_s = lake, flush_s
         self.buffer: list[dict[str, Any]] = []
         self.segment: Spool | None = None  # holds what the buffer holds
         self.writes: set[asyncio.Future[Any]] = set()
@@ -152,14 +157,14 @@ class ResponseWriter:
             segment.close(keep=failed)
 
     async def tick(self) -> None:
-        """Write what is buffered every FLUSH_SECONDS (a slow model's answers are not held back),
+        """Write what is buffered every ``flush_s`` seconds (a slow model's answers are not held back),
         and put the spool on disk every SYNC_SECONDS."""
         last_flush = time.monotonic()
         while True:
             await asyncio.sleep(SYNC_SECONDS)
             if self.segment is not None:
                 await asyncio.to_thread(self.segment.sync)
-            if time.monotonic() - last_flush >= FLUSH_SECONDS:
+            if time.monotonic() - last_flush >= self.flush_s:
                 last_flush = time.monotonic()
                 self.flush()
 

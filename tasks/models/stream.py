@@ -95,7 +95,7 @@ class ModelStream:
         self.stats = CallStats()
         self.caller: Caller | None = None
         self.queue: asyncio.Queue[tuple[Request, asyncio.Future[Response | None], Callable[[Response], None]]]
-        self.writer = ResponseWriter(lake)
+        self.writer = ResponseWriter(lake, sweep.flush_s)
 
     def may_start(self, req: Request) -> float | None:
         """The one place deciding whether another request may start now: its cost estimate when it

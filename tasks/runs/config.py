@@ -27,6 +27,9 @@ class SweepConfig(StrictConfig):
     claim_settle_s: float = Field(1.0, ge=0, description="pause between writing claims and re-reading them, "
                                   "so two sweeps claiming at once agree on one winner (none on a local lake "
                                   "when no other run is running)")
+    flush_s: float = Field(10.0, gt=0, le=3600, description="how long an answer may wait in memory before it "
+                           "is written to the lake (each is in a local spool file from its arrival; a file "
+                           "also ends at 4,000 answers and when a group of chunks is answered)")
     stop_grace_s: float = Field(5.0, ge=0, le=300, description="once a sweep is asked to stop (a signal, a "
                                 "cancellation in Prefect), how long its calls in flight may take to finish")
     cancel_poll_s: float = Field(2.0, gt=0, le=60, description="how often a running sweep asks Prefect whether "
