@@ -21,6 +21,7 @@ from tasks.lake.lake import Lake
 from tasks.lake.writes import write_rows
 from tasks.models.spool import ResponseWriter, Spool, replay, spool_dir
 from tasks.records import Response
+from tasks.runs.config import SweepConfig
 
 # One call at a time: a worker takes its next call only after it spooled the answer of its last
 # (ModelStream._worker), so the server seeing the second call means the first answer is on disk.
@@ -71,7 +72,7 @@ def test_a_segment_is_deleted_once_its_batch_is_in_the_lake(tmp_path):
     lake.ensure()
 
     async def write() -> None:
-        writer = ResponseWriter(lake)
+        writer = ResponseWriter(lake, SweepConfig().flush_s)
         writer.add(Response(**response("a")))
         assert len(list(spool_dir(lake).glob("*.jsonl"))) == 1
         await writer.drain()
@@ -141,7 +142,7 @@ def test_a_buffered_and_spooled_response_row_is_asdict_of_the_response(tmp_path)
     row["text"] = "changed"
     assert resp.text == "partial"  # a row of its own: the writer's buffer never aliases the response
     lake = Lake(str(tmp_path / "lake"))
-    writer = ResponseWriter(lake)
+    writer = ResponseWriter(lake, SweepConfig().flush_s)
     writer.add(resp)
     assert writer.buffer == [asdict(resp)]
     assert writer.segment is not None

@@ -121,10 +121,11 @@ class Spool:
 
 
 class ResponseWriter:
-    """Buffers responses and writes them as one file by size or time, in a thread; each response
-    is also in a spool segment (tasks.models.spool) from its arrival until its file is committed."""
+    """Buffers responses and writes them as one file by size (``FLUSH_ROWS``) or every ``flush_s``
+    seconds (the sweep's ``[sweep] flush_s``), in a thread; each response is also in a spool
+    segment (tasks.models.spool) from its arrival until its file is committed."""
 
-    def __init__(self, lake: Lake, flush_s: float = 10.0):
+    def __init__(self, lake: Lake, flush_s: float):
         self.lake, self.flush_s = lake, flush_s
         self.buffer: list[dict[str, Any]] = []
         self.segment: Spool | None = None  # holds what the buffer holds
