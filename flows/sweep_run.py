@@ -292,9 +292,8 @@ def run_sweep(run: lifecycle.Run, cfg: Config, n_items: int, new_chunks: dict[in
     lake = Lake.of(cfg)
     crashes_before = len(embedded.crashes())
     with run:  # an exception ends the run failed or cancelled, with the counts kept so far
-        # The calls read five columns of an item (tasks.models.stream.ITEM_COLUMNS): the others
-        # (surface features, prompts, parameters) go once the items are stored, in place, so that
-        # no caller's reference keeps them alive; the five are read as dicts a chunk at a time.
+        # The calls read five columns of an item (tasks.models.stream.ITEM_COLUMNS), as dicts a chunk at a time: the
+        # others go once the items are stored, in place, so that no caller's reference keeps them alive.
         chunks[:] = [ItemRows(unpack(chunk).select(ITEM_COLUMNS)) for chunk in chunks]
         with progress.stage("store items", len(new_chunks)) as advance:
             fresh = list(new_chunks)
