@@ -3,9 +3,9 @@
 Code that may crash or is slow to import runs in a worker process of its own: an embedded model
 (:mod:`tasks.models.embedded`, JSON lines) and Great Expectations (:mod:`tasks.items.validate`,
 pickles). Each keeps its own protocol; this module holds what they share: starting the worker
-(:func:`spawn`), stopping it (:func:`stop`, :func:`close_pipes`, :func:`wait_or_kill`) and
-naming why a dead one ended (:func:`exit_cause`). It imports only the standard library, as the
-sweep imports it on its start-up path.
+(:func:`spawn`), stopping it, a live one or one already dying (:func:`stop`), and naming why a
+dead one ended (:func:`exit_cause`). It imports only the standard library, as the sweep imports it
+on its start-up path.
 """
 
 from __future__ import annotations
@@ -34,28 +34,18 @@ def spawn(module: str, *args: str) -> subprocess.Popen[bytes]:
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=ROOT)
 
 
-def close_pipes(proc: subprocess.Popen[bytes]) -> None:
-    """Close this side of the worker's stdin and stdout: its stdin's end asks it to exit."""
+def stop(proc: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT_S) -> int:
+    """Stop the worker: its pipes closed (it exits on its stdin's end), killed if it has not
+    exited within ``timeout`` seconds; returns its exit status (that of a worker already dying too)."""
     for pipe in (proc.stdin, proc.stdout):
         with contextlib.suppress(OSError):  # a pipe whose reader died: nothing left to flush
             if pipe is not None:
                 pipe.close()
-
-
-def wait_or_kill(proc: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT_S) -> int:
-    """The worker's exit status, waited for up to ``timeout`` seconds, then killed and reaped."""
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.wait()
-
-
-def stop(proc: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT_S) -> int:
-    """Stop the worker: its pipes closed (it exits on its stdin's end), killed if it has not
-    exited within ``timeout`` seconds; returns its exit status."""
-    close_pipes(proc)
-    return wait_or_kill(proc, timeout)
 
 
 def exit_cause(returncode: int) -> str:

@@ -139,8 +139,7 @@ class Worker:
 
     def _died(self, proc: subprocess.Popen[bytes]) -> Exception:
         # Its stdout is closed, so it is exiting: wait for the status that names the cause.
-        cause = worker_process.exit_cause(worker_process.wait_or_kill(proc))
-        worker_process.close_pipes(proc)
+        cause = worker_process.exit_cause(worker_process.stop(proc))
         self._proc = None
         self.died = f"embedded model {self.route}: worker process died with {cause}"
         with _registry_lock:
